@@ -1,0 +1,1 @@
+"""The ``anet`` command line."""

@@ -1,0 +1,74 @@
+"""``anet``: parse the command line, run the command, present errors in one place."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from anet_core.cli.context import CliContext
+from anet_core.errors import AnetError
+from anet_core.plugins import make_plugins
+from anet_core.records import CliCommand
+from anet_core.settings import Settings
+
+DESCRIPTION = """\
+anet runs your node of the agent network. Remote agents appear on this machine as ordinary
+A2A servers on loopback; tasks sent to you can be served by a local A2A server.
+
+First steps:  anet init   (create the node)   anet up   (start it)   anet status
+"""
+
+
+def build_parser(commands: Sequence[CliCommand]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="anet", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for command in sorted(commands, key=lambda c: c.name):
+        child = sub.add_parser(command.name, help=command.help, aliases=list(command.aliases),
+                               description=command.description or command.help,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.configure(child)
+        child.set_defaults(_command=command)
+    return parser
+
+
+def _commands(ctx: CliContext) -> list[CliCommand]:
+    commands: dict[str, CliCommand] = {}
+    for command in ctx.plugins.collect("anet_cli_commands"):
+        if command.name in commands:
+            raise AnetError("cli-command-duplicate",
+                            f"two modules add the command `anet {command.name}`")
+        commands[command.name] = command
+    return list(commands.values())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings()
+        ctx = CliContext(settings=settings, plugins=make_plugins(disabled=settings.disabled))
+        parser = build_parser(_commands(ctx))
+        args = parser.parse_args(argv)
+        command: CliCommand | None = getattr(args, "_command", None)
+        if command is None:
+            parser.print_help()
+            return 2
+        return command.run(args, ctx)
+    except AnetError as error:
+        print(error.render(), file=sys.stderr)
+        return 1
+    except ValidationError as error:
+        first = error.errors()[0]
+        print(f"error: {error.title}: {'.'.join(map(str, first['loc']))}: {first['msg']}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

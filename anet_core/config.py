@@ -1,0 +1,173 @@
+"""config.json: the core's keys and one validated block per installed module."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from anet_core.durations import GoDuration
+from anet_core.errors import AnetError
+from anet_core.fsutil import write_atomic
+from anet_core.plugins import KNOWN_MODULES, Plugins, install_command
+from anet_core.records import ConfigBlock
+
+Block = TypeVar("Block", bound=BaseModel)
+
+
+class NodeSection(BaseModel):
+    """``node``: what this node says about itself and how long it waits for others."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", description="The agent's display name on its card")
+    description: str = Field(default="", description="One paragraph about what the agent does")
+    no_response_after: GoDuration = Field(
+        default=timedelta(minutes=15),
+        description="A task sent to a remote agent that hears nothing for this long fails")
+
+
+class ConfigFile(BaseModel):
+    """The whole of config.json as written on disk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node: NodeSection = Field(default_factory=NodeSection)
+    modules: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated configuration: core sections and every installed module's block."""
+
+    path: Path
+    node: NodeSection
+    blocks: dict[str, BaseModel] = field(default_factory=dict)
+
+    def module(self, name: str, model: type[Block] | None = None) -> Block:
+        """The block of module ``name`` (its defaults when config.json has none)."""
+        block = self.blocks[name]
+        if model is not None and not isinstance(block, model):
+            raise TypeError(f"modules.{name} is a {type(block).__name__}, not {model.__name__}")
+        return block  # type: ignore[return-value]
+
+
+def initial_config() -> dict[str, Any]:
+    """What ``anet init`` writes: the core's sections and no module blocks (the seed: no a2a)."""
+    return {"node": {}, "modules": {}}
+
+
+def write_config(path: Path, raw: dict[str, Any]) -> None:
+    write_atomic(path, (json.dumps(raw, indent=2) + "\n").encode())
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    """config.json as JSON, or an error naming the file, the line and what is wrong."""
+    if not path.exists():
+        return initial_config()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise AnetError("config-invalid-json",
+                        f"{path}: line {error.lineno} column {error.colno}: invalid JSON: {error.msg}",
+                        hint="fix the file, or move it away and run `anet init` for a fresh one")
+    except (OSError, UnicodeDecodeError) as error:
+        raise AnetError("config-unreadable", f"{path}: cannot be read: {error}")
+    if not isinstance(raw, dict):
+        raise AnetError("config-invalid", f"{path}: expected a JSON object at the top, "
+                        f"got {type(raw).__name__}")
+    return raw
+
+
+def load_config(path: Path, plugins: Plugins) -> Config:
+    """Read and validate config.json against the core model and every module's block model."""
+    return validate_config(path, read_raw(path), plugins.collect("anet_config_blocks"),
+                           failed=plugins.failures)
+
+
+def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBlock], *,
+                    failed: Iterable[str] = ()) -> Config:
+    models = _block_models(blocks)
+    try:
+        parsed = ConfigFile.model_validate(raw)
+    except ValidationError as error:
+        raise _invalid(path, error, prefix=())
+    modules = _gather_borrowed_keys(path, dict(parsed.modules), models)
+    for name in sorted(set(modules) - set(models)):
+        if name in failed:
+            raise AnetError("config-module-broken",
+                            f"{path}: modules.{name}: the module {name} failed to load",
+                            hint="run `anet doctor` to see why")
+        if name in KNOWN_MODULES:
+            raise AnetError("config-module-not-installed",
+                            f"{path}: modules.{name}: the module {name} is not installed",
+                            hint=f"install it with: {install_command(name)}")
+        raise AnetError("config-module-unknown",
+                        f"{path}: modules.{name}: no installed module is called {name!r}",
+                        hint="installed modules: " + (", ".join(sorted(models)) or "none"))
+    validated: dict[str, BaseModel] = {}
+    for name, block in models.items():
+        try:
+            validated[name] = block.model.model_validate(modules.get(name, {}))
+        except ValidationError as error:
+            raise _invalid(path, error, prefix=("modules", name))
+    return Config(path=path, node=parsed.node, blocks=validated)
+
+
+def _block_models(blocks: Iterable[ConfigBlock]) -> dict[str, ConfigBlock]:
+    models: dict[str, ConfigBlock] = {}
+    for block in blocks:
+        if block.module in models:
+            raise AnetError("config-block-duplicate",
+                            f"two modules declare the config block modules.{block.module}")
+        models[block.module] = block
+    return models
+
+
+def _gather_borrowed_keys(path: Path, modules: dict[str, dict[str, Any]],
+                          models: dict[str, ConfigBlock]) -> dict[str, dict[str, Any]]:
+    """Move keys a module accepts inside another module's block into its own block."""
+    for owner, block in models.items():
+        keys = {info.alias or name for name, info in block.model.model_fields.items()}
+        for host in block.also_read_from:
+            hosted = modules.get(host)
+            if not isinstance(hosted, dict):
+                continue
+            for key in sorted(keys & set(hosted)):
+                if key in modules.get(owner, {}):
+                    raise AnetError(
+                        "config-key-twice",
+                        f"{path}: {key} is set both in modules.{host} and in modules.{owner}",
+                        hint=f"keep one of them, preferably modules.{owner}.{key}")
+                modules.setdefault(owner, {})[key] = hosted[key]
+                modules[host] = {k: v for k, v in modules[host].items() if k != key}
+            if not modules[host]:
+                del modules[host]
+    return modules
+
+
+def _invalid(path: Path, error: ValidationError, prefix: tuple[str, ...]) -> AnetError:
+    first = error.errors()[0]
+    where = format_location(prefix + tuple(first["loc"]))
+    got = first.get("input")
+    shown = "" if first["type"] in {"missing", "extra_forbidden"} else f" (got {json.dumps(got, default=str)})"
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    more = len(error.errors()) - 1
+    tail = f"; and {more} more problem{'s' if more > 1 else ''}" if more else ""
+    return AnetError("config-invalid", f"{path}: {where}: {message}{shown}{tail}",
+                     hint="see docs/configuration.md for every key")
+
+
+def format_location(loc: Iterable[object]) -> str:
+    """("modules", "backends", "backends", 0, "url") → modules.backends.backends[0].url"""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text

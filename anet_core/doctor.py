@@ -1,0 +1,106 @@
+"""The doctor: runs every module's checks concurrently, each with a timeout and isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from anet_core.config import Config, load_config
+from anet_core.control.client import ControlClient
+from anet_core.daemon import running_pid
+from anet_core.errors import AnetError
+from anet_core.plugins import Plugins
+from anet_core.records import CheckResult, CheckStatus, DoctorCheck
+from anet_core.settings import DataPaths, Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CheckContext:
+    """What a check may look at. ``config`` raises :class:`AnetError` when config.json is bad."""
+
+    settings: Settings
+    plugins: Plugins
+
+    @property
+    def paths(self) -> DataPaths:
+        return self.settings.paths
+
+    @cached_property
+    def config(self) -> Config:
+        return load_config(self.paths.config, self.plugins)
+
+    @cached_property
+    def daemon_pid(self) -> int | None:
+        return running_pid(self.paths)
+
+    def daemon_status(self) -> dict[str, Any] | None:
+        """The running daemon's status, or None when it is not running."""
+        if self.daemon_pid is None:
+            return None
+        return ControlClient(self.paths, timeout=5.0).get("/core/status")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    check: DoctorCheck
+    result: CheckResult
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.check.name, "module": self.check.module,
+                "status": self.result.status.value, "summary": self.result.summary,
+                "detail": self.result.detail, "hint": self.result.hint,
+                "seconds": round(self.seconds, 3)}
+
+
+def all_checks(plugins: Plugins) -> list[DoctorCheck]:
+    checks: dict[str, DoctorCheck] = {}
+    for check in plugins.collect("anet_doctor_checks"):
+        if check.name in checks:
+            raise AnetError("doctor-check-duplicate",
+                            f"the modules {checks[check.name].module} and {check.module} both "
+                            f"declare the doctor check {check.name}")
+        checks[check.name] = check
+    return sorted(checks.values(), key=lambda check: (check.module != "core", check.module,
+                                                      check.name))
+
+
+def select(checks: list[DoctorCheck], names: Iterable[str]) -> list[DoctorCheck]:
+    """Checks named, or all the checks of modules named; an unknown name lists the valid ones."""
+    wanted = list(names)
+    if not wanted:
+        return checks
+    valid = {check.name for check in checks} | {check.module for check in checks}
+    unknown = [name for name in wanted if name not in valid]
+    if unknown:
+        raise AnetError("doctor-unknown-check", f"no check or module is called {unknown[0]!r}",
+                        hint="valid names: " + ", ".join(sorted(valid)))
+    return [check for check in checks if check.name in wanted or check.module in wanted]
+
+
+async def run_checks(checks: list[DoctorCheck], ctx: CheckContext) -> list[Outcome]:
+    return list(await asyncio.gather(*(_run_one(check, ctx) for check in checks)))
+
+
+async def _run_one(check: DoctorCheck, ctx: CheckContext) -> Outcome:
+    started = time.monotonic()
+    try:
+        result = await asyncio.wait_for(check.run(ctx), timeout=check.timeout)
+    except TimeoutError:
+        result = CheckResult(CheckStatus.FAIL, f"did not finish within {check.timeout:g} s",
+                             hint=f"run `anet doctor {check.name}` again; if it persists, "
+                                  f"report it to the {check.module} module's authors")
+    except AnetError as error:
+        result = CheckResult(CheckStatus.FAIL, error.message, detail=error.detail, hint=error.hint)
+    except Exception as error:  # noqa: BLE001 - one broken check must not hide the others
+        log.debug("doctor check %s crashed", check.name, exc_info=True)
+        result = CheckResult(CheckStatus.FAIL, f"the check crashed: {type(error).__name__}: "
+                             f"{error}", hint=f"report it to the {check.module} module's authors")
+    return Outcome(check, result, time.monotonic() - started)

@@ -1,0 +1,43 @@
+"""Files the daemon writes: atomically, and private when they hold a secret."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part.
+
+    The temporary file is created with ``mode`` already set, so a secret is never readable by
+    others, not even for an instant.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_private(path: Path, data: bytes | str) -> None:
+    """Write a secret: atomically, mode 0600."""
+    if isinstance(data, str):
+        data = data.encode()
+    write_atomic(path, data, mode=0o600)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,155 @@
+"""Every hook of anet. A module implements any subset of them with ``@anet_core.hookimpl``.
+
+Hooks are called with keyword arguments; an implementation may accept fewer parameters than its
+spec. Hooks return typed records from :mod:`anet_core.records` and the core runs them, so an
+implementation does no I/O itself and one module's failure never stops another's checks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+from anet_core import PROJECT
+
+if TYPE_CHECKING:
+    from anet_core.node import Node
+    from anet_core.records import (
+        CliCommand,
+        ConfigBlock,
+        ControlRoutes,
+        DoctorCheck,
+        InboundTask,
+        Lifespan,
+        TaskClaim,
+    )
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+
+@hookspec
+def anet_config_blocks() -> list[ConfigBlock]:
+    """Declare the blocks of config.json this module owns.
+
+    Called once when the configuration is loaded, before the node exists. Each block
+    ``modules.<module>`` is validated by its model (``extra="forbid"``); a block for a module
+    that is not installed is refused with the command that installs it.
+
+    Example::
+
+        class GreeterConfig(BaseModel):
+            model_config = ConfigDict(extra="forbid")
+            greeting: str = "hello"
+
+        @hookimpl
+        def anet_config_blocks():
+            return [ConfigBlock(module="greeter", model=GreeterConfig)]
+    """
+
+
+@hookspec
+def anet_lifespan(node: Node) -> list[Lifespan]:
+    """Declare resources and background loops that live as long as the daemon.
+
+    Called once at daemon start, after the core services of ``node`` exist. The core enters the
+    context managers in order and exits them in reverse order at shutdown; a context that fails
+    to enter stops the start and the ones already entered are closed.
+
+    Example::
+
+        @hookimpl
+        def anet_lifespan(node):
+            @asynccontextmanager
+            async def ticker():
+                task = asyncio.create_task(tick_forever(node))
+                yield
+                task.cancel()
+            return [Lifespan(name="greeter-ticker", open=ticker)]
+    """
+
+
+@hookspec
+def anet_routes(node: Node) -> list[ControlRoutes]:
+    """Add routes to the control plane (loopback, control token), mounted at ``/<module>/``.
+
+    Called once at daemon start, before the control plane starts listening. The CLI reaches the
+    daemon only through these routes.
+
+    Example::
+
+        routes = web.RouteTableDef()
+
+        @routes.get("/hello")
+        async def hello(request):
+            return web.json_response({"hello": "world"})
+
+        @hookimpl
+        def anet_routes(node):
+            return [ControlRoutes(module="greeter", routes=list(routes))]
+    """
+
+
+@hookspec
+def anet_doctor_checks() -> list[DoctorCheck]:
+    """Declare health checks for ``anet doctor``.
+
+    Called by the doctor; the core runs every check concurrently, each with its own timeout and
+    error isolation, and prints the results. A check receives a
+    :class:`anet_core.doctor.CheckContext` (settings, configuration, the running daemon if any).
+
+    Example::
+
+        async def greeting_set(ctx):
+            block = ctx.config.module("greeter")
+            if block.greeting:
+                return CheckResult(CheckStatus.OK, "greeting is set")
+            return CheckResult(CheckStatus.WARN, "greeting is empty", hint="set modules.greeter.greeting")
+
+        @hookimpl
+        def anet_doctor_checks():
+            return [DoctorCheck(name="greeter-greeting", module="greeter",
+                                summary="the greeting is set", run=greeting_set)]
+    """
+
+
+@hookspec
+def anet_cli_commands() -> list[CliCommand]:
+    """Add subcommands to ``anet``.
+
+    Called once when the CLI starts. A name already taken by another module is an error that
+    names both modules.
+
+    Example::
+
+        def run_hello(args, ctx):
+            print(f"hello {args.who}")
+            return 0
+
+        @hookimpl
+        def anet_cli_commands():
+            return [CliCommand(name="hello", help="say hello",
+                               configure=lambda p: p.add_argument("who"), run=run_hello)]
+    """
+
+
+@hookspec(firstresult=True)
+def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
+    """Decide who serves an inbound task that the node accepted.
+
+    Called by the task layer for each accepted task, in hook order; stops at the first non-None
+    result. Return a :class:`TaskClaim` to serve the task, or None to leave it to the next
+    module. When no module claims it, the task waits in the operator's inbox (``anet inbox``).
+
+    Example::
+
+        @hookimpl
+        def anet_take_task(node, task):
+            if task.skill != "greet":
+                return None
+
+            async def serve(task, responder):
+                await responder.complete(text="hello")
+
+            return TaskClaim(module="greeter", serve=serve)
+    """

@@ -1,0 +1,86 @@
+"""The Node: the composition root that owns every core service of a running daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from anet_core.config import Config
+from anet_core.plugins import Plugins
+from anet_core.settings import DataPaths, Settings
+
+if TYPE_CHECKING:
+    from anet_core.identity import Identity
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Listener:
+    """A listener as ``anet status`` shows it. ``state`` is "up" or "down"; ``detail`` says why."""
+
+    name: str
+    address: str
+    state: str = "up"
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "address": self.address, "state": self.state,
+                "detail": self.detail}
+
+
+@dataclass
+class Node:
+    """One node: settings, configuration, identity, plugins and the listeners they open."""
+
+    settings: Settings
+    config: Config
+    plugins: Plugins
+    identity: Identity
+    listeners: dict[str, Listener] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.time)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def paths(self) -> DataPaths:
+        return self.settings.paths
+
+    @property
+    def aid(self) -> str:
+        return self.identity.aid
+
+    def add_listener(self, listener: Listener) -> None:
+        self.listeners[listener.name] = listener
+
+    def status(self) -> dict[str, Any]:
+        """What ``anet status`` shows of a running node."""
+        return {
+            "running": True,
+            "pid": os.getpid(),
+            "dataDir": str(self.paths.root),
+            "aid": self.aid,
+            "startedAt": self.started_at,
+            "listeners": [listener.as_dict() for listener in self.listeners.values()],
+            "modules": sorted(self.plugins.modules),
+        }
+
+    async def run(self) -> None:
+        """Start every lifespan, serve until ``stopping`` is set, then close in reverse order."""
+        async with AsyncExitStack() as stack:
+            for lifespan in self.plugins.collect("anet_lifespan", node=self):
+                log.debug("starting %s", lifespan.name)
+                await stack.enter_async_context(lifespan.open())
+            log.info("node %s ready", self.aid)
+            await self.stopping.wait()
+            log.info("node %s stopping", self.aid)
+
+
+NODE_KEY = web.AppKey("node", Node)
+"""The node, on every aiohttp application it serves."""

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install anet, anet-backends and anet-x402 without anet-a2a in a venv of their own, then check
+# that the a2a module is reported as not installed and that the node's lifecycle still works.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.venv-no-a2a
+data=$(mktemp -d)
+trap 'ANET_DATA_DIR="$data" "$venv/bin/anet" stop >/dev/null 2>&1 || true; rm -rf "$data"' EXIT
+test -x "$venv/bin/python" || "${PYTHON:-python3}" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e . -e plugins/backends -e plugins/x402
+"$venv/bin/python" -m pip uninstall --quiet --yes anet-a2a >/dev/null 2>&1 || true
+export ANET_DATA_DIR="$data"
+anet="$venv/bin/anet"
+"$anet" doctor --json >"$data/doctor.json" || true
+"$venv/bin/python" - "$data/doctor.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+installed = {module["name"] for module in report["modules"]["installed"]}
+missing = {module["name"] for module in report["modules"]["notInstalled"]}
+assert "a2a" in missing and "a2a" not in installed, report["modules"]
+assert {"backends", "x402"} <= installed, report["modules"]
+PY
+"$anet" init >/dev/null
+"$anet" up >/dev/null
+"$anet" status --json | "$venv/bin/python" -c 'import json,sys; s=json.load(sys.stdin); assert s["running"] and "a2a" not in s["modules"], s'
+"$anet" stop >/dev/null
+echo "no-a2a install: 1 passed, 0 failed"
