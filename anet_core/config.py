@@ -20,6 +20,17 @@ from anet_core.records import ConfigBlock
 Block = TypeVar("Block", bound=BaseModel)
 
 
+class SkillSection(BaseModel):
+    """A skill this node's agent offers, as its network card lists it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="A stable identifier, e.g. \"summarize\"")
+    name: str = Field(default="", description="A short human name")
+    description: str = Field(default="", description="What the skill does")
+    tags: list[str] = Field(default_factory=list, description="Words the directory searches")
+
+
 class NodeSection(BaseModel):
     """``node``: what this node says about itself and how long it waits for others."""
 
@@ -27,9 +38,19 @@ class NodeSection(BaseModel):
 
     name: str = Field(default="", description="The agent's display name on its card")
     description: str = Field(default="", description="One paragraph about what the agent does")
+    skills: list[SkillSection] = Field(default_factory=list,
+                                       description="Skills listed on the network card")
     no_response_after: GoDuration = Field(
         default=timedelta(minutes=15),
         description="A task sent to a remote agent that hears nothing for this long fails")
+
+
+class HubSection(BaseModel):
+    """``hub``: the home hub, recorded by ``anet join``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(default=None, description="ws(s):// or http(s):// URL of the home hub")
 
 
 class ConfigFile(BaseModel):
@@ -38,6 +59,7 @@ class ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     node: NodeSection = Field(default_factory=NodeSection)
+    hub: HubSection = Field(default_factory=HubSection)
     modules: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
@@ -47,6 +69,7 @@ class Config:
 
     path: Path
     node: NodeSection
+    hub: HubSection
     blocks: dict[str, BaseModel] = field(default_factory=dict)
 
     def module(self, name: str, model: type[Block] | None = None) -> Block:
@@ -116,7 +139,7 @@ def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBloc
             validated[name] = block.model.model_validate(modules.get(name, {}))
         except ValidationError as error:
             raise _invalid(path, error, prefix=("modules", name))
-    return Config(path=path, node=parsed.node, blocks=validated)
+    return Config(path=path, node=parsed.node, hub=parsed.hub, blocks=validated)
 
 
 def _block_models(blocks: Iterable[ConfigBlock]) -> dict[str, ConfigBlock]:

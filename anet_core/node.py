@@ -17,7 +17,11 @@ from anet_core.plugins import Plugins
 from anet_core.settings import DataPaths, Settings
 
 if TYPE_CHECKING:
+    from anet_core.evidence import EvidenceChain
     from anet_core.identity import Identity
+    from anet_core.network import HubLink
+    from anet_core.store import Store
+    from anet_core.tasks import TaskLayer
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,11 @@ class Node:
     plugins: Plugins
     identity: Identity
     listeners: dict[str, Listener] = field(default_factory=dict)
+    # Core services, opened by run() in dependency order (see _open_core_services).
+    store: Store = field(init=False)
+    evidence: EvidenceChain = field(init=False)
+    hub: HubLink = field(init=False)
+    tasks: TaskLayer = field(init=False)
     started_at: float = field(default_factory=time.time)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -74,12 +83,20 @@ class Node:
     async def run(self) -> None:
         """Start every lifespan, serve until ``stopping`` is set, then close in reverse order."""
         async with AsyncExitStack() as stack:
+            await self._open_core_services(stack)
             for lifespan in self.plugins.collect("anet_lifespan", node=self):
                 log.debug("starting %s", lifespan.name)
                 await stack.enter_async_context(lifespan.open())
             log.info("node %s ready", self.aid)
             await self.stopping.wait()
             log.info("node %s stopping", self.aid)
+
+
+    async def _open_core_services(self, stack: AsyncExitStack) -> None:
+        """Store, evidence chain, hub link and task layer, in this order; closed in reverse."""
+        # SLOT store/evidence (task-layer engineer): self.store = await stack.enter_async_context(...)
+        # SLOT hub (hub engineer): self.hub = await stack.enter_async_context(...)
+        # SLOT tasks (task-layer engineer): self.tasks = await stack.enter_async_context(...)
 
 
 NODE_KEY = web.AppKey("node", Node)

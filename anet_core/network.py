@@ -1,0 +1,133 @@
+"""What the rest of the node needs from its hub connection: the contract of ``node.hub``.
+
+The hub client (``anet_core.hub.client``) implements :class:`HubLink`; the task layer and the
+modules use only this contract, so a federated or brokered hub can replace it later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+
+class JoinState(str, Enum):
+    NOT_JOINED = "not-joined"
+    PENDING = "pending"
+    REGISTERED = "registered"
+    UNREACHABLE = "unreachable"
+
+
+@dataclass(frozen=True)
+class JoinStatus:
+    """The node's standing at its home hub, with the one sentence the user is shown."""
+
+    state: JoinState
+    hub_url: str | None
+    since: float | None
+    sentence: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"state": self.state.value, "hubUrl": self.hub_url, "since": self.since,
+                "sentence": self.sentence}
+
+
+class Verification(str, Enum):
+    VERIFIED = "VERIFIED"
+    UNVERIFIED = "UNVERIFIED"
+
+
+class KeyState(str, Enum):
+    FRESH = "fresh"
+    STALE = "stale"
+
+
+@dataclass(frozen=True)
+class PeerInfo:
+    """A remote agent as the directory describes it, after this node checked it.
+
+    ``card`` (the signed network card, parsed) and ``card_bytes`` (exactly as signed) are set
+    only when ``verification`` is VERIFIED; nothing the agent said is passed on otherwise.
+    """
+
+    aid: str
+    verification: Verification
+    key_state: KeyState
+    official: bool = False
+    card: dict[str, Any] | None = None
+    card_bytes: bytes | None = None
+    encryption_key: str | None = None
+    key_seq: int | None = None
+    last_seen: float | None = None
+    review_count: int = 0
+    avg_rating: float | None = None
+    home_hub: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    peers: list[PeerInfo]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    skill: str | None = None
+    tag: str | None = None
+    q: str | None = None
+    cursor: str | None = None
+    limit: int = 50
+
+
+class HubError(Exception):
+    """The hub refused or could not be reached. ``reason`` is a stable kebab-case word."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+EnvelopeReceiver = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class HubLink(Protocol):
+    """The node's connection to its home hub."""
+
+    @property
+    def status(self) -> JoinStatus: ...
+
+    async def send(self, envelope: dict[str, Any]) -> None:
+        """Hand a sealed envelope to the hub; returns once the hub has stored it.
+
+        Raises :class:`HubError` when the hub is unreachable or refuses it (size, rate,
+        unknown recipient); the caller keeps the envelope and tries again later.
+        """
+
+    def set_receiver(self, receiver: EnvelopeReceiver) -> None:
+        """Deliver every incoming envelope to ``receiver``; when it returns without raising,
+        the envelope is acknowledged to the hub (and removed there), so the receiver must have
+        persisted what it needs before returning."""
+
+    async def peer(self, aid: str) -> PeerInfo:
+        """The verified directory entry of ``aid``; raises HubError("unknown-agent") if none."""
+
+    async def search(self, query: SearchQuery) -> SearchPage:
+        """Search the directory; every entry is verified as :meth:`peer` does."""
+
+    async def publish_card(self, card: dict[str, Any]) -> None:
+        """Sign and publish this node's network card (name, description, skills, charge)."""
+
+    async def post_review(self, review: dict[str, Any]) -> None:
+        """Publish a signed review of an agent, with the receipt that entitles it."""
+
+
+@dataclass
+class CardContent:
+    """What this node publishes about itself; modules add skills through hooks later."""
+
+    name: str
+    description: str
+    skills: list[dict[str, Any]] = field(default_factory=list)
+    charge: str = "free"
