@@ -1,0 +1,272 @@
+"""Sealed envelopes: end-to-end encrypted, sender-signed messages that hubs relay without reading.
+
+Outer envelope (what a hub sees)::
+
+    {"v": 1, "id": <16 random bytes>, "from": <sender AID>, "to": <recipient AID>,
+     "epk": <ephemeral X25519 public key>, "nonce": <12 bytes>, "ct": <ciphertext + 16-byte tag>}
+
+Binary fields are unpadded base64url. The key is ``HKDF-SHA256(X25519(ephemeral, recipient key),
+salt = epk || recipient key, info = "anet-envelope-v1")``; the cipher is ChaCha20-Poly1305 with the
+canonical JSON of the outer header (every field but ``ct``) as associated data, so no header field
+can change without the open failing. The plaintext is the canonical JSON of the inner payload::
+
+    {"from", "to", "id", "ts" (unix ms), "keySeq", "body", "signature"}
+
+where ``signature`` is the sender's Ed25519 signature (envelope context) over the canonical JSON of
+the payload without ``signature``. The inner ``from``/``to``/``id`` must repeat the header's: a
+signed payload cannot be re-wrapped for another recipient or under another id.
+
+Replay detection is the caller's job: the store keeps the ids of opened envelopes for at least
+``DEFAULT_MAX_AGE_S + MAX_FUTURE_SKEW_S`` and drops repeats; older envelopes fail as expired.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from anet_core.canonical import b64u, canonical_json
+from anet_core.identity.aid import check_aid, is_aid
+from anet_core.identity.encoding import decode_b64u
+from anet_core.identity.history import VerifiedHistory
+from anet_core.identity.keystore import Identity
+from anet_core.identity.signatures import ENVELOPE_CONTEXT, SIGNATURE_BYTES, verify_with_key
+
+ENVELOPE_VERSION = 1
+ENVELOPE_FIELDS = frozenset({"v", "id", "from", "to", "epk", "nonce", "ct"})
+INNER_FIELDS = frozenset({"from", "to", "id", "ts", "keySeq", "body", "signature"})
+ENVELOPE_ID_BYTES = 16
+NONCE_BYTES = 12
+X25519_KEY_BYTES = 32
+AEAD_TAG_BYTES = 16
+MAX_CIPHERTEXT_BYTES = 2 * 1024 * 1024
+"""Ciphertext limit (2 MiB raw, about 2.7 MiB as base64url): fits a 4 MiB WebSocket frame."""
+HKDF_INFO = b"anet-envelope-v1"
+
+DEFAULT_MAX_AGE_S = 7 * 24 * 3600
+"""An envelope older than this is refused (expired); a hub must not queue envelopes for longer."""
+MAX_FUTURE_SKEW_S = 300
+"""An envelope stamped further ahead than this (sender clock fast) is refused (from-future)."""
+
+
+class EnvelopeError(ValueError):
+    """An envelope that must not be delivered. ``reason``: malformed, tampered, misaddressed,
+    bad-signature, unknown-key, expired or from-future."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class EnvelopeHeader:
+    """The outer envelope, checked for shape without any key (what a hub routes by)."""
+
+    id: str
+    sender: str
+    recipient: str
+    epk: bytes = field(repr=False)
+    nonce: bytes = field(repr=False)
+    ciphertext: bytes = field(repr=False)
+
+    def associated_data(self) -> bytes:
+        """The canonical JSON of every outer field but ``ct``: what the AEAD authenticates."""
+        return _associated_data(self.id, self.sender, self.recipient, self.epk, self.nonce)
+
+
+@dataclass(frozen=True)
+class OpenedEnvelope:
+    """A decrypted envelope whose sender signature verified. ``ts`` is unix milliseconds."""
+
+    id: str
+    sender: str
+    recipient: str
+    key_seq: int
+    ts: int
+    body: dict[str, Any]
+
+
+def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes | str,
+         body: dict[str, Any], *, now: float | None = None) -> dict[str, Any]:
+    """Encrypt ``body`` to the recipient's encryption key, signed by the sender's current key."""
+    check_aid(recipient_aid)
+    if isinstance(recipient_encryption_key, str):
+        recipient_key = decode_b64u(recipient_encryption_key, what="recipient encryption key",
+                                    length=X25519_KEY_BYTES)
+    else:
+        recipient_key = bytes(recipient_encryption_key)
+    if len(recipient_key) != X25519_KEY_BYTES:
+        raise ValueError(f"the recipient encryption key must be {X25519_KEY_BYTES} bytes, "
+                         f"got {len(recipient_key)}")
+    if not isinstance(body, dict):
+        raise TypeError(f"an envelope body must be a JSON object, got {type(body).__name__}")
+    signer = sender.signer()
+    envelope_id = b64u(os.urandom(ENVELOPE_ID_BYTES))
+    inner = {"from": signer.aid, "to": recipient_aid, "id": envelope_id,
+             "ts": int((time.time() if now is None else now) * 1000), "keySeq": signer.key_seq,
+             "body": body}
+    signature = signer.sign(canonical_json(inner), context=ENVELOPE_CONTEXT)
+    plaintext = canonical_json(inner | {"signature": b64u(signature)})
+    if len(plaintext) + AEAD_TAG_BYTES > MAX_CIPHERTEXT_BYTES:
+        raise ValueError(f"the envelope body is {len(plaintext)} bytes sealed; the limit is "
+                         f"{MAX_CIPHERTEXT_BYTES - AEAD_TAG_BYTES}; send large content by "
+                         "reference")
+
+    ephemeral = X25519PrivateKey.generate()
+    epk = ephemeral.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    try:
+        shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(recipient_key))
+    except ValueError:
+        raise ValueError("the recipient encryption key is not a usable X25519 key "
+                         "(a low-order point); refresh the recipient's key history") from None
+    nonce = os.urandom(NONCE_BYTES)
+    ciphertext = ChaCha20Poly1305(_derive_key(shared, epk, recipient_key)).encrypt(
+        nonce, plaintext, _associated_data(envelope_id, signer.aid, recipient_aid, epk, nonce))
+    return {"v": ENVELOPE_VERSION, "id": envelope_id, "from": signer.aid, "to": recipient_aid,
+            "epk": b64u(epk), "nonce": b64u(nonce), "ct": b64u(ciphertext)}
+
+
+def peek_header(envelope: object) -> EnvelopeHeader:
+    """Check the outer shape (fields, version, sizes, base64url, AIDs) without a key.
+
+    Raises ``EnvelopeError("malformed")``; a hub refuses such envelopes instead of relaying them.
+    """
+    if not isinstance(envelope, dict):
+        raise EnvelopeError("malformed", f"an envelope must be a JSON object, "
+                                         f"got {type(envelope).__name__}")
+    if envelope.keys() != ENVELOPE_FIELDS:
+        raise EnvelopeError("malformed", f"an envelope has exactly the fields "
+                                         f"{sorted(ENVELOPE_FIELDS)}; got {sorted(envelope)}")
+    version = envelope["v"]
+    if type(version) is not int or version != ENVELOPE_VERSION:  # not True, not 1.0
+        raise EnvelopeError("malformed", f"envelope version {version!r} is not supported "
+                                         f"(only {ENVELOPE_VERSION})")
+    for name in ("from", "to"):
+        if not is_aid(envelope[name]):
+            raise EnvelopeError("malformed", f"envelope field {name!r} is not an AID: "
+                                             f"{str(envelope[name])[:80]!r}")
+    try:
+        decode_b64u(envelope["id"], what="id", length=ENVELOPE_ID_BYTES)
+        epk = decode_b64u(envelope["epk"], what="epk", length=X25519_KEY_BYTES)
+        nonce = decode_b64u(envelope["nonce"], what="nonce", length=NONCE_BYTES)
+        ciphertext = decode_b64u(envelope["ct"], what="ct", max_length=MAX_CIPHERTEXT_BYTES)
+    except ValueError as error:
+        raise EnvelopeError("malformed", f"envelope {error}") from None
+    if len(ciphertext) < AEAD_TAG_BYTES:
+        raise EnvelopeError("malformed", "envelope ct is shorter than an authentication tag")
+    return EnvelopeHeader(id=envelope["id"], sender=envelope["from"], recipient=envelope["to"],
+                          epk=epk, nonce=nonce, ciphertext=ciphertext)
+
+
+def open_envelope(envelope: object, recipient: Identity, sender_history: VerifiedHistory, *,
+                  now: float | None = None, max_age_s: float = DEFAULT_MAX_AGE_S) -> OpenedEnvelope:
+    """Decrypt and verify an envelope to ``recipient`` from the owner of ``sender_history``.
+
+    Does not detect replays: check ``OpenedEnvelope.id`` against the ids already seen.
+    """
+    header = peek_header(envelope)
+    if header.recipient != recipient.aid:
+        raise EnvelopeError("misaddressed", f"the envelope is addressed to {header.recipient}, "
+                                            f"not to this node ({recipient.aid})")
+    if header.sender != sender_history.aid:
+        raise EnvelopeError("unknown-key", f"the envelope is from {header.sender}, but the key "
+                                           f"history given is that of {sender_history.aid}")
+    inner = _parse_inner(_decrypt(header, recipient))
+    for name, outer in (("from", header.sender), ("to", header.recipient), ("id", header.id)):
+        if inner[name] != outer:
+            raise EnvelopeError("tampered", f"the signed payload's {name!r} differs from the "
+                                            "envelope's: it was re-wrapped")
+    key_seq = inner["keySeq"]
+    try:
+        public_key = sender_history.signing_key_at(key_seq)
+    except LookupError as error:
+        raise EnvelopeError("unknown-key", f"{error}; refresh the sender's key history") from None
+    if sender_history.is_revoked(key_seq):
+        raise EnvelopeError("unknown-key", f"key seq {key_seq} of {header.sender} was revoked "
+                                           "by an emergency rotation")
+    signature = decode_b64u(inner["signature"], what="signature", length=SIGNATURE_BYTES)
+    signed = canonical_json({name: value for name, value in inner.items() if name != "signature"})
+    if not verify_with_key(public_key, ENVELOPE_CONTEXT, signed, signature):
+        raise EnvelopeError("bad-signature", f"the payload signature does not verify with key "
+                                             f"seq {key_seq} of {header.sender}")
+    now_ms = int((time.time() if now is None else now) * 1000)
+    ts = inner["ts"]
+    if now_ms - ts > max_age_s * 1000:
+        raise EnvelopeError("expired", f"the envelope was sealed {(now_ms - ts) // 1000} s ago; "
+                                       f"the limit is {max_age_s:g} s")
+    if ts - now_ms > MAX_FUTURE_SKEW_S * 1000:
+        raise EnvelopeError("from-future", f"the envelope is stamped {(ts - now_ms) // 1000} s in "
+                                           f"the future (limit {MAX_FUTURE_SKEW_S} s); "
+                                           "a clock is wrong")
+    return OpenedEnvelope(id=header.id, sender=header.sender, recipient=header.recipient,
+                          key_seq=key_seq, ts=ts, body=inner["body"])
+
+
+def _associated_data(envelope_id: str, sender: str, recipient: str, epk: bytes,
+                     nonce: bytes) -> bytes:
+    return canonical_json({"v": ENVELOPE_VERSION, "id": envelope_id, "from": sender,
+                           "to": recipient, "epk": b64u(epk), "nonce": b64u(nonce)})
+
+
+def _derive_key(shared: bytes, epk: bytes, recipient_key: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=epk + recipient_key,
+                info=HKDF_INFO).derive(shared)
+
+
+def _decrypt(header: EnvelopeHeader, recipient: Identity) -> bytes:
+    """Try the current and the retained previous encryption keys (the header does not say which)."""
+    ephemeral = X25519PublicKey.from_public_bytes(header.epk)
+    associated_data = header.associated_data()
+    for private_key in recipient.encryption_private_keys():
+        try:
+            shared = private_key.exchange(ephemeral)
+        except ValueError:  # low-order epk: no key, so nothing can be authentic
+            break
+        recipient_key = private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        try:
+            return ChaCha20Poly1305(_derive_key(shared, header.epk, recipient_key)).decrypt(
+                header.nonce, header.ciphertext, associated_data)
+        except InvalidTag:
+            continue
+    raise EnvelopeError("tampered", "the envelope does not decrypt with this node's keys: it was "
+                                    "changed in transit or sealed to a key this node does not hold")
+
+
+def _parse_inner(plaintext: bytes) -> dict[str, Any]:
+    def refuse_constant(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        inner = json.loads(plaintext, parse_constant=refuse_constant)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise EnvelopeError("malformed", f"the sealed payload is not JSON: {error}") from None
+    if not isinstance(inner, dict) or inner.keys() != INNER_FIELDS:
+        raise EnvelopeError("malformed", f"the sealed payload must have exactly the fields "
+                                         f"{sorted(INNER_FIELDS)}")
+    problems = [name for name, ok in (
+        ("ts", _is_non_negative_int(inner["ts"])),
+        ("keySeq", _is_non_negative_int(inner["keySeq"])),
+        ("body", isinstance(inner["body"], dict)),
+        ("signature", isinstance(inner["signature"], str)),
+    ) if not ok]
+    if problems:
+        raise EnvelopeError("malformed", f"the sealed payload has invalid {', '.join(problems)}")
+    try:
+        decode_b64u(inner["signature"], what="signature", length=SIGNATURE_BYTES)
+    except ValueError as error:
+        raise EnvelopeError("malformed", f"the sealed payload's {error}") from None
+    return inner
+
+
+def _is_non_negative_int(value: object) -> bool:
+    return type(value) is int and value >= 0

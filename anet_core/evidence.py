@@ -1,0 +1,431 @@
+"""The evidence chain: append-only, hash-chained, signed records of what the node did.
+
+``<data>/evidence/chain.jsonl`` holds one record per line (canonical JSON)::
+
+    {"seq": 0, 1, 2, …, "ts": unix ms, "kind": "task.accepted", "data": {...},
+     "prev": hash of the previous record (null for seq 0),
+     "hash": base64url SHA-256 of canonical {"seq", "ts", "kind", "data", "prev"},
+     "signer": AID, "keySeq": n, "signature": Ed25519 (evidence context) over the canonical record
+     without "signature"}
+
+``head.json`` beside it holds the last appended seq and hash, signed (head context) and replaced
+atomically after each append. A chain that ends before its head was truncated; without the head,
+dropping the newest records would leave a perfectly valid shorter chain.
+
+Records signed by a key that a later emergency rotation revoked still verify here: the chain is
+the node's own, and revocation cannot make what it recorded earlier untrue. Do not put secrets or
+message content in ``data``: hashes and ids are enough to prove what happened.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from anet_core.canonical import b64u, canonical_json
+from anet_core.fsutil import write_atomic
+from anet_core.identity.encoding import decode_b64u
+from anet_core.identity.history import VerifiedHistory
+from anet_core.identity.keystore import Identity
+from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, verify_with_key
+
+EVIDENCE_DIR = "evidence"
+CHAIN_FILE = "chain.jsonl"
+HEAD_FILE = "head.json"
+HEAD_CONTEXT = "anet-evidence-head-v1"
+KIND_PATTERN = re.compile(r"\A[a-z][a-z0-9_-]*(?:\.[a-z][a-z0-9_-]*)+\Z")
+"""Dotted lowercase, at least two segments: ``task.accepted``, ``anet.backend.forwarded``."""
+MAX_KIND_LENGTH = 100
+MAX_RECORD_BYTES = 256 * 1024
+RECORD_FIELDS = frozenset({"seq", "ts", "kind", "data", "prev", "hash", "signer", "keySeq",
+                           "signature"})
+_TAIL_READ_BLOCK = 64 * 1024
+
+
+class EvidenceError(Exception):
+    """The chain cannot be appended to; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class EvidenceHead:
+    """A checkpoint: the chain had a record ``seq`` with this ``hash``."""
+
+    seq: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class EvidenceIssue:
+    """One finding of ``verify``. ``reason``: malformed, changed, inserted, removed, reordered,
+    truncated, torn-tail, head-mismatch or no-head. ``line`` is 1-based when the issue has one."""
+
+    reason: str
+    detail: str
+    seq: int | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class EvidenceReport:
+    """The outcome of ``verify``: ``ok`` when there are no issues."""
+
+    records: int
+    last: EvidenceHead | None
+    issues: tuple[EvidenceIssue, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+
+def chain_path(data_dir: Path) -> Path:
+    """Where the node's chain lives: ``<data>/evidence/chain.jsonl``."""
+    return Path(data_dir) / EVIDENCE_DIR / CHAIN_FILE
+
+
+def check_kind(kind: object) -> str:
+    """Return ``kind`` when it is dotted lowercase; raise ``ValueError`` naming it otherwise."""
+    if not isinstance(kind, str) or len(kind) > MAX_KIND_LENGTH or not KIND_PATTERN.match(kind):
+        raise ValueError(f"evidence kind {kind!r} must be dotted lowercase such as "
+                         f"'task.accepted' (at most {MAX_KIND_LENGTH} characters)")
+    return kind
+
+
+def record_hash(seq: int, ts: int, kind: str, data: dict[str, Any], prev: str | None) -> str:
+    """base64url SHA-256 of the canonical chained content of a record."""
+    content = {"seq": seq, "ts": ts, "kind": kind, "data": data, "prev": prev}
+    return b64u(hashlib.sha256(canonical_json(content)).digest())
+
+
+class EvidenceChain:
+    """Appends signed records to a chain file. Thread-safe, and safe with other processes
+    appending to the same file (an exclusive ``flock`` is held per append and the tail is re-read
+    when the file changed). Appends block for the fsyncs: from asyncio, call them in a thread."""
+
+    def __init__(self, path: Path, identity: Identity) -> None:
+        self._path = Path(path)
+        self._head_path = self._path.with_name(HEAD_FILE)
+        self._identity = identity
+        self._lock = threading.Lock()
+        self._known_size: int | None = None
+        self._last: EvidenceHead | None = None
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def append(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Append a record, fsync it, move the head; return the record as stored."""
+        check_kind(kind)
+        if not isinstance(data, dict):
+            raise TypeError(f"evidence data must be a JSON object, got {type(data).__name__}")
+        with self._lock:
+            self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                last = self._current_tail(fd)
+                record = self._make_record(kind, data, last)
+                line = canonical_json(record) + b"\n"
+                if len(line) > MAX_RECORD_BYTES:
+                    raise ValueError(f"evidence record of {len(line)} bytes exceeds "
+                                     f"{MAX_RECORD_BYTES}; record hashes, not content")
+                _write_all(fd, line)
+                os.fsync(fd)
+                self._known_size = os.fstat(fd).st_size
+                self._last = EvidenceHead(record["seq"], record["hash"])
+                self._write_head(self._last)
+            finally:
+                os.close(fd)  # also releases the flock
+        return record
+
+    def _make_record(self, kind: str, data: dict[str, Any],
+                     last: EvidenceHead | None) -> dict[str, Any]:
+        seq = 0 if last is None else last.seq + 1
+        prev = None if last is None else last.hash
+        ts = int(time.time() * 1000)
+        signer = self._identity.signer()
+        record = {"seq": seq, "ts": ts, "kind": kind, "data": data, "prev": prev,
+                  "hash": record_hash(seq, ts, kind, data, prev), "signer": signer.aid,
+                  "keySeq": signer.key_seq}
+        signature = signer.sign(canonical_json(record), context=EVIDENCE_CONTEXT)
+        return record | {"signature": b64u(signature)}
+
+    def _current_tail(self, fd: int) -> EvidenceHead | None:
+        """The last record's seq and hash; re-read when another writer changed the file.
+
+        Refuses to continue a chain that disagrees with its head: appending would move the head
+        and hide a truncation or a rewritten tail for good. The head lags the chain by at most one
+        record (a crash between the two writes), never more.
+        """
+        size = os.fstat(fd).st_size
+        if size == self._known_size:
+            return self._last
+        size = _drop_torn_tail(fd, size)
+        last_line = _read_last_line(fd, size)
+        last, last_prev = (None, None) if last_line is None else _tail_record(last_line, self._path)
+        try:
+            head = _read_head(self._head_path)
+        except ValueError as error:
+            raise EvidenceError(f"{self._head_path} is damaged ({error}); run `anet doctor`, then "
+                                f"restore it from a backup or move {self._path.parent} away to "
+                                "start a new chain") from None
+        consistent = (
+            (head is None and (last is None or last.seq == 0))
+            or (head is not None and last is not None
+                and ((head["seq"] == last.seq and head["hash"] == last.hash)
+                     or (head["seq"] == last.seq - 1 and head["hash"] == last_prev))))
+        if not consistent:
+            raise EvidenceError(
+                f"{self._path} ends at seq {None if last is None else last.seq}, which does not "
+                f"follow {HEAD_FILE} (seq {None if head is None else head['seq']}): records were "
+                f"removed or rewritten. Run `anet doctor`, then restore the chain from a backup or "
+                f"move {self._path.parent} away to start a new chain")
+        self._known_size, self._last = size, last
+        return last
+
+    def _write_head(self, head: EvidenceHead) -> None:
+        signer = self._identity.signer()
+        body = {"seq": head.seq, "hash": head.hash, "signer": signer.aid, "keySeq": signer.key_seq}
+        signature = signer.sign(canonical_json(body), context=HEAD_CONTEXT)
+        text = json.dumps(body | {"signature": b64u(signature)}) + "\n"
+        write_atomic(self._head_path, text.encode(), mode=0o644)
+
+
+def verify(path: Path, history: VerifiedHistory, *,
+           checkpoint: EvidenceHead | None = None) -> EvidenceReport:
+    """Check every record of the chain at ``path`` and its order, against its ``head.json`` and an
+    optional ``checkpoint`` the caller kept elsewhere; report every finding (read-only)."""
+    issues: list[EvidenceIssue] = []
+    valid: list[tuple[int, dict[str, Any]]] = []
+    unverified: list[tuple[int, dict[str, Any], str]] = []
+    count = 0
+    for line_number, line in _lines(Path(path), issues):
+        count += 1
+        record, problem = _check_record(line, history)
+        if record is None:
+            issues.append(EvidenceIssue("malformed", problem, line=line_number))
+        elif problem:
+            unverified.append((line_number, record, problem))
+        else:
+            valid.append((line_number, record))
+
+    by_seq = _check_order(valid, unverified, issues)
+    last = None
+    if by_seq:
+        last_seq = max(by_seq)
+        last = EvidenceHead(last_seq, by_seq[last_seq]["hash"])
+
+    head_path = Path(path).with_name(HEAD_FILE)
+    head = _verified_head(head_path, history, issues)
+    if head is None and count >= 2 and not head_path.exists():
+        # The head is written after every append, so only the newest record may lack it.
+        issues.append(EvidenceIssue("no-head", f"{HEAD_FILE} is missing beside {count} records"))
+    for name, mark in ((HEAD_FILE, head), ("the checkpoint", checkpoint)):
+        if mark is None:
+            continue
+        if last is None or mark.seq > last.seq:
+            ends_at = None if last is None else last.seq
+            issues.append(EvidenceIssue("truncated", f"{name} records seq {mark.seq}, the chain "
+                                        f"ends at {ends_at}", seq=mark.seq))
+        elif mark.seq in by_seq and by_seq[mark.seq]["hash"] != mark.hash:
+            issues.append(EvidenceIssue("head-mismatch", f"record seq {mark.seq} differs from the "
+                                        f"one {name} recorded", seq=mark.seq))
+    return EvidenceReport(records=count, last=last, issues=tuple(issues))
+
+
+def _check_record(line: bytes, history: VerifiedHistory) -> tuple[dict[str, Any] | None, str]:
+    """(record, "") when valid, (record, problem) when well-formed but unverified,
+    (None, problem) when malformed."""
+    try:
+        record = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as error:
+        return None, f"not JSON: {error}"
+    if not isinstance(record, dict) or record.keys() != RECORD_FIELDS:
+        return None, f"a record has exactly the fields {sorted(RECORD_FIELDS)}"
+    seq, ts, key_seq = record["seq"], record["ts"], record["keySeq"]
+    if not all(_is_non_negative_int(value) for value in (seq, ts, key_seq)):
+        return None, "seq, ts and keySeq must be non-negative integers"
+    if not isinstance(record["data"], dict) or not isinstance(record["kind"], str):
+        return None, "kind must be text and data an object"
+    try:
+        expected_hash = record_hash(seq, ts, record["kind"], record["data"], record["prev"])
+        signature = decode_b64u(record["signature"], what="signature", length=SIGNATURE_BYTES)
+        signed = canonical_json({name: value for name, value in record.items()
+                                 if name != "signature"})
+    except (TypeError, ValueError) as error:
+        return None, str(error)
+    if record["hash"] != expected_hash:
+        return record, f"record seq {seq} does not match its hash: its content was changed"
+    if record["signer"] != history.aid:
+        return record, f"record seq {seq} is signed by {record['signer']!r}, not {history.aid}"
+    try:
+        public_key = history.signing_key_at(key_seq)
+    except LookupError as error:
+        return record, f"record seq {seq}: {error}"
+    if not verify_with_key(public_key, EVIDENCE_CONTEXT, signed, signature):
+        return record, f"record seq {seq} has a signature that does not verify"
+    return record, ""
+
+
+def _check_order(valid: list[tuple[int, dict[str, Any]]],
+                 unverified: list[tuple[int, dict[str, Any], str]],
+                 issues: list[EvidenceIssue]) -> dict[int, dict[str, Any]]:
+    """Classify records that do not verify, then find duplicated, out-of-order, missing and
+    unlinked records among those that do. Returns the verified records by seq."""
+    by_seq: dict[int, dict[str, Any]] = {}
+    highest_so_far = -1
+    for line_number, record in valid:
+        seq = record["seq"]
+        if seq in by_seq:
+            issues.append(EvidenceIssue("inserted", f"a second record with seq {seq}",
+                                        seq=seq, line=line_number))
+            continue
+        if seq < highest_so_far:
+            issues.append(EvidenceIssue("reordered", f"record seq {seq} comes after seq "
+                                        f"{highest_so_far}", seq=seq, line=line_number))
+        by_seq[seq] = record
+        highest_so_far = max(highest_so_far, seq)
+    for line_number, record, problem in unverified:
+        seq = record["seq"]
+        if seq in by_seq:  # a forged record beside the genuine one
+            issues.append(EvidenceIssue("inserted", f"{problem}, beside the genuine record seq "
+                                        f"{seq}", seq=seq, line=line_number))
+        else:
+            issues.append(EvidenceIssue("changed", problem, seq=seq, line=line_number))
+    # A changed record still accounts for its seq: report it once, as changed, not also as removed.
+    accounted = by_seq.keys() | {record["seq"] for _, record, _ in unverified}
+    for seq in range(max(accounted, default=-1) + 1):
+        if seq not in accounted:
+            issues.append(EvidenceIssue("removed", f"record seq {seq} is missing", seq=seq))
+    for seq, record in by_seq.items():
+        predecessor = by_seq.get(seq - 1)
+        if seq == 0:
+            expected_prev = None
+        elif predecessor is not None:
+            expected_prev = predecessor["hash"]
+        else:
+            continue  # the predecessor is missing: reported as removed
+        if record["prev"] != expected_prev:
+            issues.append(EvidenceIssue("changed", f"record seq {seq} does not link to record "
+                                        f"seq {seq - 1}", seq=seq))
+    return by_seq
+
+
+def _lines(path: Path, issues: list[EvidenceIssue]) -> Iterator[tuple[int, bytes]]:
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                issues.append(EvidenceIssue("torn-tail", "the last line is incomplete (a crash "
+                                            "during an append); it is discarded on the next append",
+                                            line=line_number))
+                return
+            yield line_number, line
+
+
+def _is_non_negative_int(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _drop_torn_tail(fd: int, size: int) -> int:
+    """Cut an incomplete last line left by a crash mid-append; return the new size."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    complete = _last_newline_end(fd, size)
+    os.ftruncate(fd, complete)
+    os.fsync(fd)
+    return complete
+
+
+def _last_newline_end(fd: int, size: int) -> int:
+    """The offset just past the last newline before ``size`` (0 when there is none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - _TAIL_READ_BLOCK)
+        block = os.pread(fd, end - start, start)
+        index = block.rfind(b"\n")
+        if index >= 0:
+            return start + index + 1
+        end = start
+    return 0
+
+
+def _read_last_line(fd: int, size: int) -> bytes | None:
+    """The last complete line before ``size`` (which ends just past a newline), or None."""
+    if size == 0:
+        return None
+    start = _last_newline_end(fd, size - 1)
+    return os.pread(fd, size - start, start)
+
+
+def _tail_record(line: bytes, path: Path) -> tuple[EvidenceHead, str | None]:
+    """The seq and hash of the last record, and its prev."""
+    try:
+        record = json.loads(line)
+        seq, record_digest, prev = record["seq"], record["hash"], record["prev"]
+        if (not _is_non_negative_int(seq) or not isinstance(record_digest, str)
+                or not isinstance(prev, str | None)):
+            raise ValueError("bad seq, hash or prev")
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        raise EvidenceError(f"the last record of {path} is damaged; run `anet doctor`, then "
+                            "restore the chain from a backup or move it away") from None
+    return EvidenceHead(seq, record_digest), prev
+
+
+def _read_head(path: Path) -> dict[str, Any] | None:
+    """The raw ``head.json`` object, None when absent; ``ValueError`` when it is not a head."""
+    try:
+        head = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(str(error)) from None
+    if (not isinstance(head, dict) or not _is_non_negative_int(head.get("seq"))
+            or not isinstance(head.get("hash"), str)):
+        raise ValueError("it lacks a seq and a hash")
+    return head
+
+
+def _verified_head(path: Path, history: VerifiedHistory,
+                   issues: list[EvidenceIssue]) -> EvidenceHead | None:
+    """The head when ``head.json`` exists and is signed by ``history``'s identity."""
+    try:
+        head = _read_head(path)
+    except ValueError as error:
+        issues.append(EvidenceIssue("head-mismatch", f"{path.name} is unreadable: {error}"))
+        return None
+    if head is None:
+        return None
+    body = {name: head.get(name) for name in ("seq", "hash", "signer", "keySeq")}
+    try:
+        valid = (head.keys() == body.keys() | {"signature"} and head["signer"] == history.aid
+                 and verify_with_key(history.signing_key_at(head["keySeq"]), HEAD_CONTEXT,
+                                     canonical_json(body),
+                                     decode_b64u(head["signature"], what="signature",
+                                                 length=SIGNATURE_BYTES)))
+    except (LookupError, ValueError):
+        valid = False
+    if not valid:
+        issues.append(EvidenceIssue("head-mismatch", f"{path.name} is not signed by {history.aid}",
+                                    seq=head["seq"]))
+        return None
+    return EvidenceHead(head["seq"], head["hash"])

@@ -1,0 +1,38 @@
+"""Strict decoding of the base64url fields that carry keys, signatures, hashes and nonces.
+
+``anet_core.canonical.unb64u`` is lenient (the standard library skips characters outside the
+alphabet and ignores non-zero padding bits). For anything that is signed, hashed or compared, a
+lenient decoder would let several texts stand for the same bytes; so every protocol field is decoded
+here, where exactly one text is accepted for each byte string.
+"""
+
+from __future__ import annotations
+
+import re
+
+from anet_core.canonical import b64u, unb64u
+
+_BASE64URL_TEXT = re.compile(r"\A[A-Za-z0-9_-]*\Z")
+
+
+def decode_b64u(text: object, *, what: str, length: int | None = None,
+                max_length: int | None = None) -> bytes:
+    """Decode canonical unpadded base64url ``text``; raise ``ValueError`` naming ``what`` otherwise.
+
+    ``length`` demands an exact decoded size (keys, signatures, nonces); ``max_length`` bounds it
+    before any decoding happens, so an oversized field costs nothing.
+    """
+    if not isinstance(text, str):
+        # ValueError, not TypeError: callers catch one error for any bad field of a peer's message.
+        raise ValueError(f"{what} must be base64url text, got {type(text).__name__}")  # noqa: TRY004
+    if max_length is not None and len(text) > (max_length * 4 + 2) // 3:
+        raise ValueError(f"{what} is longer than {max_length} bytes")
+    if not _BASE64URL_TEXT.match(text) or len(text) % 4 == 1:
+        raise ValueError(f"{what} is not unpadded base64url text")
+    data = unb64u(text)
+    if b64u(data) != text:
+        # Non-zero padding bits: another text decodes to the same bytes.
+        raise ValueError(f"{what} is not canonical base64url")
+    if length is not None and len(data) != length:
+        raise ValueError(f"{what} must be {length} bytes, got {len(data)}")
+    return data

@@ -1,0 +1,352 @@
+"""The evidence chain: appends, re-opening, concurrency, and detection of every tampering."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anet_core.canonical import b64u, canonical_json
+from anet_core.evidence import (
+    HEAD_FILE,
+    EvidenceChain,
+    EvidenceError,
+    EvidenceHead,
+    chain_path,
+    check_kind,
+    record_hash,
+    verify,
+)
+from anet_core.identity import Identity
+from anet_core.identity.signatures import EVIDENCE_CONTEXT
+
+
+@pytest.fixture(scope="module")
+def owner(tmp_path_factory: pytest.TempPathFactory) -> Identity:
+    return Identity.create(tmp_path_factory.mktemp("owner") / "identity")
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return chain_path(tmp_path)
+
+
+def fill(path: Path, identity: Identity, count: int) -> EvidenceChain:
+    chain = EvidenceChain(path, identity)
+    for index in range(count):
+        chain.append("task.accepted", {"task": f"t{index}"})
+    return chain
+
+
+def lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def rewrite(path: Path, change: Callable[[list[bytes]], list[bytes]]) -> None:
+    path.write_bytes(b"".join(change(lines(path))))
+
+
+def reasons(path: Path, identity: Identity, **kwargs: object) -> set[str]:
+    return {issue.reason for issue in verify(path, identity.verified_history, **kwargs).issues}
+
+
+# -- appending -----------------------------------------------------------------------------------
+
+def test_append_links_signs_and_moves_the_head(path: Path, owner: Identity) -> None:
+    chain = EvidenceChain(path, owner)
+    first = chain.append("task.accepted", {"task": "t1"})
+    second = chain.append("anet.backend.forwarded", {"task": "t1", "backend": "local"})
+    assert path == path.parent / "chain.jsonl" and path.parent.name == "evidence"
+    assert (first["seq"], first["prev"]) == (0, None)
+    assert (second["seq"], second["prev"]) == (1, first["hash"])
+    assert first.keys() == {"seq", "ts", "kind", "data", "prev", "hash", "signer", "keySeq",
+                            "signature"}
+    assert first["signer"] == owner.aid and first["keySeq"] == owner.key_seq
+    assert [json.loads(line) for line in lines(path)] == [first, second]
+    head = json.loads((path.parent / HEAD_FILE).read_text())
+    assert (head["seq"], head["hash"]) == (1, second["hash"])
+    report = verify(path, owner.verified_history)
+    assert report.ok and report.records == 2 and report.last == EvidenceHead(1, second["hash"])
+
+
+def test_reopening_continues_the_chain(path: Path, owner: Identity) -> None:
+    fill(path, owner, 3)
+    record = EvidenceChain(path, owner).append("task.failed", {"task": "t3"})
+    assert record["seq"] == 3 and record["prev"] == json.loads(lines(path)[2])["hash"]
+    assert verify(path, owner.verified_history).ok
+
+
+@pytest.mark.parametrize("kind", ["task", "Task.accepted", "task.", ".task", "task..x", "task.1x",
+                                  "task accepted", "t." + "x" * 100, "", 3])
+def test_kind_must_be_dotted_lowercase(path: Path, owner: Identity, kind: object) -> None:
+    with pytest.raises(ValueError, match="dotted lowercase"):
+        EvidenceChain(path, owner).append(kind, {})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["task.accepted", "anet.backend.failed", "x402.payment-settled",
+                                  "payment.v2_settled"])
+def test_kinds_in_use_are_accepted(kind: str) -> None:
+    assert check_kind(kind) == kind
+
+
+def test_data_must_be_an_object_of_bounded_size(path: Path, owner: Identity) -> None:
+    chain = EvidenceChain(path, owner)
+    with pytest.raises(TypeError):
+        chain.append("task.accepted", ["list"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exceeds"):
+        chain.append("task.accepted", {"blob": "x" * 300_000})
+    assert not path.exists() or path.read_bytes() == b""
+
+
+def test_concurrent_appends_from_threads(path: Path, owner: Identity) -> None:
+    chain = EvidenceChain(path, owner)
+    threads = [threading.Thread(target=lambda n=n: [chain.append("task.accepted", {"n": n, "i": i})
+                                                   for i in range(20)]) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    records = [json.loads(line) for line in lines(path)]
+    assert [record["seq"] for record in records] == list(range(160))
+    assert verify(path, owner.verified_history).ok
+
+
+def test_two_chain_objects_on_one_file_interleave(path: Path, owner: Identity) -> None:
+    """Another process (a CLI command) appending meanwhile: each re-reads the tail when locked."""
+    first, second = EvidenceChain(path, owner), EvidenceChain(path, owner)
+    for index in range(6):
+        (first if index % 2 else second).append("task.accepted", {"i": index})
+    assert verify(path, owner.verified_history).ok
+
+
+def test_rotation_mid_chain(path: Path, tmp_path: Path) -> None:
+    identity = Identity.create(tmp_path / "identity")
+    chain = fill(path, identity, 2)
+    identity.rotate()
+    chain.append("task.accepted", {"after": "rotate"})
+    identity.rotate(emergency=True)
+    chain.append("task.accepted", {"after": "emergency"})
+    assert [json.loads(line)["keySeq"] for line in lines(path)] == [0, 0, 1, 2]
+    assert verify(path, identity.verified_history).ok
+
+
+def test_torn_tail_is_reported_then_discarded_by_the_next_append(path: Path,
+                                                                 owner: Identity) -> None:
+    chain = fill(path, owner, 3)
+    with path.open("ab") as handle:
+        handle.write(b'{"seq": 3, "ts": 1')
+    assert reasons(path, owner) == {"torn-tail"}
+    record = EvidenceChain(path, owner).append("task.accepted", {})
+    assert record["seq"] == 3
+    assert verify(path, owner.verified_history).ok
+    assert chain.append("task.accepted", {})["seq"] == 4  # the other object notices the change
+
+
+def test_append_refuses_a_truncated_chain(path: Path, owner: Identity) -> None:
+    fill(path, owner, 4)
+    rewrite(path, lambda old: old[:2])
+    with pytest.raises(EvidenceError, match="removed or rewritten"):
+        EvidenceChain(path, owner).append("task.accepted", {})
+    assert len(lines(path)) == 2
+
+
+def test_append_refuses_a_rewritten_tail(path: Path, owner: Identity, tmp_path: Path) -> None:
+    fill(path, owner, 2)
+    other = chain_path(tmp_path / "other")
+    fill(other, owner, 2)
+    path.write_bytes(other.read_bytes())  # a different valid chain, same length
+    with pytest.raises(EvidenceError):
+        EvidenceChain(path, owner).append("task.accepted", {})
+
+
+def test_append_tolerates_a_head_one_record_behind(path: Path, owner: Identity) -> None:
+    """A crash between the record's fsync and the head's replacement."""
+    fill(path, owner, 2)
+    saved_head = (path.parent / HEAD_FILE).read_bytes()
+    EvidenceChain(path, owner).append("task.accepted", {})
+    (path.parent / HEAD_FILE).write_bytes(saved_head)
+    assert verify(path, owner.verified_history).ok
+    assert EvidenceChain(path, owner).append("task.accepted", {})["seq"] == 3
+
+
+# -- detection -----------------------------------------------------------------------------------
+
+def test_changed_record(path: Path, owner: Identity) -> None:
+    fill(path, owner, 5)
+
+    def change(old: list[bytes]) -> list[bytes]:
+        record = json.loads(old[2])
+        record["data"]["task"] = "other"
+        return [*old[:2], canonical_json(record) + b"\n", *old[3:]]
+
+    rewrite(path, change)
+    assert reasons(path, owner) == {"changed"}
+
+
+def test_changed_record_with_recomputed_hash(path: Path, owner: Identity) -> None:
+    fill(path, owner, 5)
+
+    def change(old: list[bytes]) -> list[bytes]:
+        record = json.loads(old[4])
+        record["data"]["task"] = "other"
+        record["hash"] = record_hash(record["seq"], record["ts"], record["kind"], record["data"],
+                                     record["prev"])
+        return [*old[:4], canonical_json(record) + b"\n"]
+
+    rewrite(path, change)
+    assert "changed" in reasons(path, owner)
+
+
+def test_record_signed_by_someone_else(path: Path, owner: Identity, tmp_path: Path) -> None:
+    intruder = Identity.create(tmp_path / "intruder")
+    fill(path, owner, 2)
+    record = json.loads(lines(path)[1])
+    unsigned = {key: value for key, value in record.items() if key != "signature"}
+    record["signature"] = b64u(intruder.sign(canonical_json(unsigned), context=EVIDENCE_CONTEXT))
+    rewrite(path, lambda old: [old[0], canonical_json(record) + b"\n"])
+    assert "changed" in reasons(path, owner)
+
+
+@pytest.mark.parametrize("index", [0, 2])
+def test_removed_record(path: Path, owner: Identity, index: int) -> None:
+    fill(path, owner, 5)
+    rewrite(path, lambda old: old[:index] + old[index + 1:])
+    assert reasons(path, owner) == {"removed"}
+
+
+def test_duplicated_record_is_inserted(path: Path, owner: Identity) -> None:
+    fill(path, owner, 4)
+    rewrite(path, lambda old: [*old[:2], old[1], *old[2:]])
+    assert reasons(path, owner) == {"inserted"}
+
+
+def test_forged_record_is_inserted(path: Path, owner: Identity) -> None:
+    fill(path, owner, 4)
+
+    def insert(old: list[bytes]) -> list[bytes]:
+        forged = json.loads(old[1]) | {"data": {"task": "forged"}}
+        return [*old[:2], canonical_json(forged) + b"\n", *old[2:]]
+
+    rewrite(path, insert)
+    assert reasons(path, owner) == {"inserted"}
+
+
+def test_record_from_another_chain_of_the_same_identity(path: Path, owner: Identity,
+                                                        tmp_path: Path) -> None:
+    fill(path, owner, 4)
+    other = chain_path(tmp_path / "other")
+    fill(other, owner, 4)
+    rewrite(path, lambda old: [*old[:2], lines(other)[2], *old[3:]])
+    assert "changed" in reasons(path, owner)  # validly signed, but links to nothing here
+
+
+def test_reordered_records(path: Path, owner: Identity) -> None:
+    fill(path, owner, 5)
+    rewrite(path, lambda old: [old[0], old[2], old[1], *old[3:]])
+    assert reasons(path, owner) == {"reordered"}
+
+
+def test_truncated_tail_detected_by_the_head(path: Path, owner: Identity) -> None:
+    fill(path, owner, 5)
+    rewrite(path, lambda old: old[:3])
+    assert reasons(path, owner) == {"truncated"}
+
+
+def test_truncated_tail_with_rolled_back_head_needs_a_checkpoint(path: Path,
+                                                                 owner: Identity) -> None:
+    fill(path, owner, 3)
+    old_head = (path.parent / HEAD_FILE).read_bytes()
+    EvidenceChain(path, owner).append("task.accepted", {})
+    EvidenceChain(path, owner).append("task.accepted", {})
+    checkpoint = verify(path, owner.verified_history).last
+    assert checkpoint is not None and checkpoint.seq == 4
+    rewrite(path, lambda old: old[:3])
+    (path.parent / HEAD_FILE).write_bytes(old_head)
+    assert verify(path, owner.verified_history).ok  # undetectable from the files alone
+    assert reasons(path, owner, checkpoint=checkpoint) == {"truncated"}
+
+
+def test_checkpoint_hash_mismatch(path: Path, owner: Identity) -> None:
+    fill(path, owner, 3)
+    assert reasons(path, owner, checkpoint=EvidenceHead(1, "x")) == {"head-mismatch"}
+
+
+def test_head_removed_or_forged(path: Path, owner: Identity, tmp_path: Path) -> None:
+    fill(path, owner, 3)
+    head_path = path.parent / HEAD_FILE
+    head = json.loads(head_path.read_text())
+    head_path.write_text(json.dumps(head | {"seq": 1}))
+    assert reasons(path, owner) == {"head-mismatch"}
+    head_path.write_text("{broken")
+    assert reasons(path, owner) == {"head-mismatch"}
+    head_path.unlink()
+    assert reasons(path, owner) == {"no-head"}
+
+
+def test_malformed_line(path: Path, owner: Identity) -> None:
+    fill(path, owner, 3)
+    rewrite(path, lambda old: [old[0], b"not json\n", *old[1:]])
+    assert reasons(path, owner) == {"malformed"}
+
+
+def test_missing_chain_verifies_empty(path: Path, owner: Identity) -> None:
+    report = verify(path, owner.verified_history)
+    assert report.ok and report.records == 0 and report.last is None
+
+
+def test_wrong_history(path: Path, owner: Identity, tmp_path: Path) -> None:
+    fill(path, owner, 2)
+    stranger = Identity.create(tmp_path / "stranger")
+    assert "changed" in reasons(path, stranger)
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pristine(owner: Identity, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = chain_path(tmp_path_factory.mktemp("pristine"))
+    fill(path, owner, 6)
+    return path
+
+
+operations = st.one_of(
+    st.tuples(st.just("delete"), st.integers(0, 5)),
+    st.tuples(st.just("duplicate"), st.integers(0, 5)),
+    st.tuples(st.just("swap"), st.integers(0, 5), st.integers(0, 5)),
+    st.tuples(st.just("truncate"), st.integers(0, 5)),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(edits=st.lists(operations, min_size=1, max_size=3))
+def test_any_edit_of_the_lines_is_detected(owner: Identity, pristine: Path,
+                                           edits: list[tuple]) -> None:
+    original = lines(pristine)
+    edited = list(original)
+    for edit in edits:
+        if not edited:
+            break
+        kind, index, *rest = edit
+        index %= len(edited)
+        if kind == "delete":
+            del edited[index]
+        elif kind == "duplicate":
+            edited.insert(index, edited[index])
+        elif kind == "swap":
+            other = rest[0] % len(edited)
+            edited[index], edited[other] = edited[other], edited[index]
+        else:
+            edited = edited[:index]
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "evidence" / "chain.jsonl"
+        shutil.copytree(pristine.parent, path.parent)
+        path.write_bytes(b"".join(edited))
+        report = verify(path, owner.verified_history)
+    assert report.ok == (edited == original)
