@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml plugins/a2a/pyproject.toml plugins/x402/pyproject.toml 
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/anet demo --once
+	bash scripts/demo-node.sh $(VENV)/bin/anet
 
 test: $(STAMP)
 	$(PY) -m pytest -q

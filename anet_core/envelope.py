@@ -49,8 +49,9 @@ ENVELOPE_ID_BYTES = 16
 NONCE_BYTES = 12
 X25519_KEY_BYTES = 32
 AEAD_TAG_BYTES = 16
-MAX_CIPHERTEXT_BYTES = 2 * 1024 * 1024
-"""Ciphertext limit (2 MiB raw, about 2.7 MiB as base64url): fits a 4 MiB WebSocket frame."""
+MAX_CIPHERTEXT_BYTES = 128 * 1024 * 1024
+"""The protocol's ceiling on a ciphertext: a 96 MiB A2A request body sealed whole fits. Hubs
+enforce a lower per-node limit of their own (16 MiB by default) and say so when they refuse."""
 HKDF_INFO = b"anet-envelope-v1"
 
 DEFAULT_MAX_AGE_S = 7 * 24 * 3600

@@ -15,7 +15,9 @@ from anet_core import PROJECT
 
 if TYPE_CHECKING:
     from anet_core.node import Node
+    from anet_core.network import PeerInfo
     from anet_core.records import (
+        CardExtension,
         CliCommand,
         ConfigBlock,
         ControlRoutes,
@@ -152,4 +154,54 @@ def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
                 await responder.complete(text="hello")
 
             return TaskClaim(module="greeter", serve=serve)
+    """
+
+
+@hookspec
+def anet_card_extensions(node: Node, peer: PeerInfo) -> list[CardExtension]:
+    """Declare A2A extensions on the proxy card of a remote agent (local A2A endpoint).
+
+    Called each time the a2a module builds the proxy card of ``peer`` (a directory entry this
+    node checked), so the answer may change from one request to the next: declare an extension
+    only while the node can honour it now. The a2a module adds every record to
+    ``capabilities.extensions`` before it signs the card; it imports no other module.
+
+    Example::
+
+        @hookimpl
+        def anet_card_extensions(node, peer):
+            if not (peer.card and peer.card.get("charge") != "free" and can_pay_now(node)):
+                return []
+            return [CardExtension(module="x402", uri=X402_EXTENSION_URI,
+                                  description="The node signs and settles payments")]
+    """
+
+
+@hookspec
+def anet_backend_kinds() -> list[BackendKind]:
+    """Declare kinds of backend: how the backends module reaches a backend ``url`` scheme.
+
+    Called once when the backends module starts, and by ``anet doctor``. Each configured backend
+    is served by the kind that lists its url's scheme; two kinds claiming one scheme is an error
+    that names both modules. The built-in kind ``a2a`` takes ``unix``, ``http`` and ``https``
+    (A2A 1.0 JSON-RPC). A kind's channel yields A2A stream events; the backends module applies
+    the trust rules, retries, mapping and evidence around it.
+
+    Example::
+
+        @asynccontextmanager
+        async def open_echo(target):
+            class Echo:
+                async def send(self, message, metadata):
+                    text = message["parts"][0]["text"]
+                    yield {"message": {"messageId": uuid4().hex, "role": "ROLE_AGENT",
+                                       "parts": [{"text": text}]}}
+
+                async def cancel(self, task_id):
+                    pass
+            yield Echo()
+
+        @hookimpl
+        def anet_backend_kinds():
+            return [BackendKind(name="echo", schemes=("echo",), open=open_echo)]
     """

@@ -20,6 +20,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "anet_core.builtins.doctor_command",
     "anet_core.builtins.core_checks",
     "anet_core.builtins.core_routes",
+    "anet_core.hub.plugin",
 )
 """Built-in parts of the core, registered through the same hooks as any module."""
 

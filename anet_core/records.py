@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 from pydantic import BaseModel
@@ -127,3 +127,90 @@ class TaskClaim:
 
     module: str
     serve: Callable[[InboundTask, Any], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class CardExtension:
+    """An A2A extension a proxy card declares (an ``AgentExtension`` on the wire).
+
+    ``params`` is plain JSON; ``required`` makes clients that do not request the extension
+    fail with ExtensionSupportRequiredError, so leave it False unless that is the point.
+    """
+
+    module: str
+    uri: str
+    description: str = ""
+    required: bool = False
+    params: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class BackendTarget:
+    """One configured backend as a backend kind sees it: the keys of ``modules.backends``.
+
+    ``expected_user`` is a user name or a uid; ``peer_check`` is "full" or "path-only".
+    """
+
+    match: str
+    url: str
+    token_file: str | None = None
+    expected_user: str | int | None = None
+    socket_group: str | None = None
+    peer_check: str = "full"
+    allow_tcp: bool = False
+
+    @property
+    def scheme(self) -> str:
+        return self.url.partition(":")[0].lower()
+
+
+class BackendStage(str, Enum):
+    """How far a forward got when it failed; the backends module decides from it what to do."""
+
+    REFUSED = "refused"
+    """A check failed before anything was written: the task stays in the inbox."""
+    UNREACHABLE = "unreachable"
+    """Failed before the backend could have taken the message: retried with backoff."""
+    BUSY = "busy"
+    """The message was written and the backend said it did not take it (HTTP 503): retried."""
+    WRITTEN = "written"
+    """Failed after the message was written: never retried, it could run twice."""
+
+
+class BackendError(Exception):
+    """A backend kind's report that a forward did not work, and how far it got."""
+
+    def __init__(self, stage: BackendStage, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+class BackendChannel(Protocol):
+    """A connection to one backend, open for the turns of one task.
+
+    ``send`` forwards an A2A message (wire JSON) with the request ``metadata`` and yields the
+    backend's answers as A2A StreamResponse objects (``{"task": ...}``, ``{"message": ...}``,
+    ``{"statusUpdate": ...}``, ``{"artifactUpdate": ...}``) until the turn ends; ``cancel``
+    cancels a backend task. Both raise :class:`BackendError`.
+    """
+
+    def send(self, message: dict[str, Any],
+             metadata: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def cancel(self, task_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """A way to reach backends whose ``url`` has one of ``schemes``.
+
+    ``open(target)`` returns an async context manager that checks and connects the backend and
+    yields a :class:`BackendChannel` (raising :class:`BackendError` when it cannot);
+    ``diagnose(target)``, when given, is what ``anet doctor`` reports for such a backend.
+    """
+
+    name: str
+    schemes: tuple[str, ...]
+    open: Callable[[BackendTarget], AbstractAsyncContextManager[BackendChannel]]
+    diagnose: Callable[[BackendTarget], Awaitable[CheckResult]] | None = None

@@ -169,6 +169,8 @@ def _print_status(status: dict[str, Any]) -> None:
             line += f"  ({listener['detail']})"
         rows.append((listener["name"], line))
     rows.append(("modules", ", ".join(status.get("modules", [])) or "none"))
+    if status.get("hub"):
+        rows.append(("hub", status["hub"]["sentence"]))
     for label, value in rows:
         print(f"  {label:<10} {value}")
 

@@ -24,15 +24,36 @@ First steps:  anet init   (create the node)   anet up   (start it)   anet status
 
 
 def build_parser(commands: Sequence[CliCommand]) -> argparse.ArgumentParser:
+    """The parser of ``anet``. A command named with several words ("agents wire") nests below
+    the command of its first words, so two modules can share a command group."""
     parser = argparse.ArgumentParser(
         prog="anet", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for command in sorted(commands, key=lambda c: c.name):
-        child = sub.add_parser(command.name, help=command.help, aliases=list(command.aliases),
-                               description=command.description or command.help,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
-        command.configure(child)
-        child.set_defaults(_command=command)
+    parsers: dict[tuple[str, ...], argparse.ArgumentParser] = {(): parser}
+    groups: dict[tuple[str, ...], argparse._SubParsersAction] = {}
+    children: dict[tuple[str, ...], list[str]] = {}
+    for command in commands:
+        words = tuple(command.name.split())
+        children.setdefault(words[:-1], []).append(words[-1])
+
+    def parser_for(path: tuple[str, ...], command: CliCommand | None) -> argparse.ArgumentParser:
+        if path in parsers:
+            return parsers[path]
+        parent = parser_for(path[:-1], None)
+        if path[:-1] not in groups:
+            groups[path[:-1]] = parent.add_subparsers(
+                dest=f"_command_{len(path)}", metavar="COMMAND", title="commands")
+        group_help = "commands: " + ", ".join(sorted(children.get(path, [])))
+        child = groups[path[:-1]].add_parser(
+            path[-1], help=command.help if command else group_help,
+            aliases=list(command.aliases) if command else [],
+            description=(command.description or command.help) if command else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+        child.set_defaults(_command=command, _parser=child)
+        parsers[path] = child
+        return child
+
+    for command in sorted(commands, key=lambda c: c.name.split()):
+        command.configure(parser_for(tuple(command.name.split()), command))
     return parser
 
 
@@ -55,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         command: CliCommand | None = getattr(args, "_command", None)
         if command is None:
-            parser.print_help()
+            getattr(args, "_parser", parser).print_help()
             return 2
         return command.run(args, ctx)
     except AnetError as error:

@@ -23,6 +23,8 @@ One process owns an identity directory (the daemon); other processes may load it
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import stat
@@ -91,6 +93,19 @@ class Signer:
         if context in RESERVED_CONTEXTS:
             raise ValueError(f"context {context!r} is reserved for key statements")
         return sign_with_key(self._private_key, context, data)
+
+    def sign_jws(self, signing_input: bytes) -> bytes:
+        """Ed25519 over a JWS signing input as RFC 8037 defines it, without an anet context.
+
+        Still domain-separated: a signing input is base64url text joined by one ".", so it can
+        never contain the NUL byte that ends every anet context prefix; anything else is refused.
+        """
+        if not _JWS_SIGNING_INPUT.fullmatch(signing_input):
+            raise ValueError("a JWS signing input is two base64url segments joined by '.'")
+        return self._private_key.sign(signing_input)
+
+
+_JWS_SIGNING_INPUT = re.compile(rb"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 
 @dataclass(frozen=True)

@@ -184,3 +184,32 @@ def test_hook_anet_take_task() -> None:
     assert claim is not None and claim.module == "greeter"
     other = InboundTask(**{**task.__dict__, "skill": "other"})
     assert plugins.hook.anet_take_task(node=None, task=other) is None
+
+
+def test_commands_of_several_words_nest_below_a_shared_group(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def run_list(args: argparse.Namespace, ctx: CliContext) -> int:
+        print(f"list json={args.json}")
+        return 0
+
+    def run_wire(args: argparse.Namespace, ctx: CliContext) -> int:
+        print(f"wire {args.client}")
+        return 0
+
+    class Directory:
+        @hookimpl
+        def anet_cli_commands(self):
+            return [CliCommand("peers", "list", lambda p: p.add_argument("--json", action="store_true"),
+                               run_list)]
+
+    class Wiring:
+        @hookimpl
+        def anet_cli_commands(self):
+            return [CliCommand("peers wire", "wire", lambda p: p.add_argument("client"), run_wire)]
+
+    ctx = CliContext(settings=Settings(data_dir=tmp_path), plugins=plugins_with(Wiring(), Directory()))
+    parser = build_parser(_commands(ctx))
+    for argv in (["peers", "--json"], ["peers", "wire", "hermes"]):
+        args = parser.parse_args(argv)
+        assert args._command.run(args, ctx) == 0
+    assert capsys.readouterr().out == "list json=True\nwire hermes\n"

@@ -131,3 +131,19 @@ def test_any_json_document_round_trips(alice: Identity, doc: dict[str, Any]) -> 
     expected = {key: value for key, value in doc.items()
                 if key not in ("signer", "keySeq", "signature")}
     assert verify_document(sign_document(alice, doc), alice.verified_history) == expected
+
+
+def test_jws_signing_is_raw_ed25519_and_refuses_anything_but_a_signing_input(tmp_path) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from anet_core.canonical import unb64u
+    from anet_core.identity import Identity
+
+    identity = Identity.create(tmp_path / "identity")
+    signing_input = b"eyJhbGciOiJFZERTQSJ9.eyJhIjoxfQ"
+    signature = identity.signer().sign_jws(signing_input)
+    Ed25519PublicKey.from_public_bytes(unb64u(identity.signing_public_key)).verify(
+        signature, signing_input)
+    for bad in (b'{"seq":0}', b"a.b.c", b"a\x00.b", b""):
+        with pytest.raises(ValueError, match="two base64url segments"):
+            identity.signer().sign_jws(bad)

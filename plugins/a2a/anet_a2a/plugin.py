@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import stat
-
 from pydantic import BaseModel, ConfigDict
 
 from anet_core import hookimpl
-from anet_core.doctor import CheckContext
-from anet_core.records import CheckResult, CheckStatus, ConfigBlock, DoctorCheck
+from anet_core.node import Node
+from anet_core.records import CliCommand, ConfigBlock, DoctorCheck, Lifespan
 
-MODULE = "a2a"
+from anet_a2a import cli, doctor
+from anet_a2a.server import local_a2a
+from anet_a2a.state import MODULE
 
 
 class A2AConfig(BaseModel):
@@ -19,30 +19,34 @@ class A2AConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-async def interface_state(ctx: CheckContext) -> CheckResult:
-    state_dir = ctx.paths.module_dir(MODULE)
-    conflict = state_dir / "a2a_port_conflict.txt"
-    if conflict.exists():
-        return CheckResult(CheckStatus.FAIL, conflict.read_text().strip().splitlines()[0],
-                           hint="free the port, then `anet stop && anet up` and "
-                                "`anet agents wire --refresh`")
-    address = state_dir / "a2a_addr.txt"
-    if not address.exists():
-        return CheckResult(CheckStatus.WARN, "the local A2A interface has not started yet",
-                           hint="start the node with `anet up`")
-    token = state_dir / "a2a_token.txt"
-    if token.exists() and stat.S_IMODE(token.stat().st_mode) & 0o077:
-        return CheckResult(CheckStatus.FAIL, f"{token} is readable by other users",
-                           hint=f"chmod 600 {token}")
-    return CheckResult(CheckStatus.OK, f"address {address.read_text().strip()}")
-
-
 @hookimpl
 def anet_config_blocks() -> list[ConfigBlock]:
     return [ConfigBlock(module=MODULE, model=A2AConfig)]
 
 
 @hookimpl
+def anet_lifespan(node: Node) -> list[Lifespan]:
+    return [Lifespan(name="a2a-endpoint", open=lambda: local_a2a(node))]
+
+
+@hookimpl
 def anet_doctor_checks() -> list[DoctorCheck]:
-    return [DoctorCheck("a2a-interface", MODULE,
-                        "the local A2A interface is up on its recorded address", interface_state)]
+    return [
+        DoctorCheck("a2a-interface", MODULE, "the local A2A interface is up on its recorded "
+                    "address, with no port conflict", doctor.interface_state),
+        DoctorCheck("a2a-token", MODULE, "a2a_token.txt exists and only you can read it",
+                    doctor.token_mode),
+    ]
+
+
+@hookimpl
+def anet_cli_commands() -> list[CliCommand]:
+    return [
+        CliCommand("a2a rotate-token", "replace a2a_token.txt (refreshes the Hermes entries "
+                   "anet wrote)", lambda parser: None, cli.run_rotate),
+        CliCommand("agents wire", "point an A2A client (Hermes) at remote agents on this node",
+                   cli.configure_wire, cli.run_wire,
+                   description="Write a2a_agents entries into Hermes's config.yaml that point "
+                               f"at http://<a2a_addr>{cli.AGENTS_PATH}/<aid> with the local "
+                               "token."),
+    ]

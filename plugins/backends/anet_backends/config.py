@@ -8,6 +8,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from anet_core.durations import GoDuration
+from anet_core.records import BackendTarget
+
+BUILT_IN_SCHEMES = frozenset({"unix", "http", "https"})
+"""The schemes of the built-in kind (A2A 1.0 JSON-RPC over a unix socket or TCP)."""
 
 
 class Backend(BaseModel):
@@ -38,17 +42,36 @@ class Backend(BaseModel):
         if scheme in {"http", "https"} and not self.allow_tcp:
             raise ValueError(f"url {self.url!r} is {scheme}: set allow_tcp: true to accept a "
                              "TCP backend, or serve it on a unix socket")
-        if scheme not in {"unix", "http", "https"}:
-            raise ValueError(f"url {self.url!r}: use unix:///path/to/socket "
-                             "(or http(s):// with allow_tcp)")
         if scheme == "unix" and not self.url.startswith("unix:///"):
             raise ValueError(f"url {self.url!r}: a unix URL names an absolute path, "
                              "unix:///path/to/socket")
+        if scheme not in BUILT_IN_SCHEMES and scheme not in installed_kind_schemes():
+            raise ValueError(f"url {self.url!r}: use unix:///path/to/socket "
+                             "(or http(s):// with allow_tcp, or the scheme of an installed "
+                             "backend kind)")
         if self.accept_untrusted and not self.toolless:
             raise ValueError("accept_untrusted needs toolless: true (the operator's statement "
                              "that the backend cannot run commands, read files or reach the "
                              "network)")
         return self
+
+    def target(self) -> BackendTarget:
+        """What the backend's kind is given: the keys that say how to reach and check it."""
+        return BackendTarget(match=self.match, url=self.url, token_file=self.token_file,
+                             expected_user=self.expected_user, socket_group=self.socket_group,
+                             peer_check=self.peer_check, allow_tcp=self.allow_tcp)
+
+
+def installed_kind_schemes() -> set[str]:
+    """Schemes of the backend kinds that installed modules declare.
+
+    Only asked for a scheme the built-in kind does not take, so a plain configuration never
+    loads the modules a second time; the kind is looked up again when the daemon starts.
+    """
+    from anet_core.plugins import make_plugins  # the loader imports this module's package
+
+    kinds = make_plugins().collect("anet_backend_kinds")
+    return {scheme for kind in kinds for scheme in kind.schemes}
 
 
 class Retry(BaseModel):

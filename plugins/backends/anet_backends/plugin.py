@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import BackendsConfig
+from anet_backends.doctor import CHECK_TIMEOUT_S, backends_check, declared_kinds
+from anet_backends.service import MODULE, Backends, check_policy, kinds_by_scheme
 from anet_core import hookimpl
-from anet_core.doctor import CheckContext
-from anet_core.records import CheckResult, CheckStatus, ConfigBlock, DoctorCheck
+from anet_core.node import Node
+from anet_core.records import (
+    BackendKind,
+    ConfigBlock,
+    DoctorCheck,
+    InboundTask,
+    Lifespan,
+    TaskClaim,
+)
 
-MODULE = "backends"
+_RUNNING: dict[int, Backends] = {}
+"""The started module of each running node, by ``id(node)`` (a Node is not hashable)."""
 
 
-async def backends_configured(ctx: CheckContext) -> CheckResult:
-    config = ctx.config.module(MODULE, BackendsConfig)
-    if not config.backends:
-        return CheckResult(CheckStatus.OK, "no backend configured: accepted tasks wait in the "
-                           "inbox for the operator")
-    return CheckResult(CheckStatus.OK, f"{len(config.backends)} backend(s) configured: "
-                       + ", ".join(f"{b.match} → {b.url}" for b in config.backends))
+def inbound_policy(node: Node) -> str:
+    """The node's inbound policy ("closed", "trusted" or "open"), as the task layer keeps it."""
+    return str(node.tasks.policy.value)
 
 
 @hookimpl
@@ -26,6 +36,39 @@ def anet_config_blocks() -> list[ConfigBlock]:
 
 
 @hookimpl
+def anet_backend_kinds() -> list[BackendKind]:
+    return [A2A_KIND]
+
+
+@hookimpl
+def anet_lifespan(node: Node) -> list[Lifespan]:
+    @asynccontextmanager
+    async def backends() -> AsyncIterator[None]:
+        config = node.config.module(MODULE, BackendsConfig)
+        if not config.backends:
+            yield
+            return
+        check_policy(config, inbound_policy(node))
+        service = Backends(config, kinds_by_scheme(declared_kinds(node.plugins.pm)),
+                           Backends.evidence_recorder(node.evidence.append),
+                           idle_timeout_s=node.config.node.no_response_after.total_seconds())
+        _RUNNING[id(node)] = service
+        try:
+            yield
+        finally:
+            del _RUNNING[id(node)]
+
+    return [Lifespan(name="backends", open=backends)]
+
+
+@hookimpl
+def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
+    service = _RUNNING.get(id(node))
+    return None if service is None else service.claim(task, inbound_policy(node))
+
+
+@hookimpl
 def anet_doctor_checks() -> list[DoctorCheck]:
-    return [DoctorCheck("backends-config", MODULE, "the backends block is valid",
-                        backends_configured)]
+    return [DoctorCheck("backends", MODULE, "each backend is reachable, its card readable, its "
+                        "socket path trusted and its listener the expected account",
+                        backends_check, timeout=CHECK_TIMEOUT_S)]

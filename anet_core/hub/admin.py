@@ -1,0 +1,112 @@
+"""What the hub operator does from a shell, on the hub's data directory, while the hub runs or not.
+
+Each function opens the hub's storage for one change. A running hub sees the change at once:
+pending sessions poll for their approval, and the official list is read from storage on every
+directory answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from anet_core.errors import AnetError
+from anet_core.hub.documents import sign_official_list
+from anet_core.hub.sqlite import SqliteHubStorage
+from anet_core.hub.storage import AgentRecord, StorageError
+from anet_core.identity import Identity, is_aid
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PendingAgent:
+    aid: str
+    first_seen: float
+    name: str | None
+
+
+def _database(data_dir: Path) -> Path:
+    database = data_dir / "hub.db"
+    if not database.exists():
+        raise AnetError("hub-no-data", f"{data_dir} holds no hub (no hub.db)",
+                        hint="give the --data directory of `anet hub serve`")
+    return database
+
+
+def _check_aid(aid: str) -> None:
+    if not is_aid(aid):
+        raise AnetError("hub-bad-aid", f"{aid!r} is not an AID (32 characters of a-z and 2-7)",
+                        hint="copy it from `anet hub pending` or from the node's `anet status`")
+
+
+async def _with_storage(data_dir: Path,
+                        action: Callable[[SqliteHubStorage], Awaitable[T]]) -> T:
+    storage = await SqliteHubStorage.open(_database(data_dir))
+    try:
+        return await action(storage)
+    except StorageError as error:
+        raise AnetError(error.reason, error.message,
+                        hint=f"check the disk that holds {data_dir}") from None
+    finally:
+        await storage.close()
+
+
+def approve(data_dir: Path, aid: str) -> None:
+    """Let a pending node in; its waiting session is registered within a second."""
+    _check_aid(aid)
+
+    async def run(storage: SqliteHubStorage) -> None:
+        if await storage.approve(aid):
+            return
+        record = await storage.get_agent(aid)
+        if record is None:
+            raise AnetError("hub-unknown-aid", f"{aid} never tried to register at this hub",
+                            hint="`anet hub pending` lists the nodes waiting for approval")
+        raise AnetError("hub-already-approved", f"{aid} is already registered")
+
+    asyncio.run(_with_storage(data_dir, run))
+
+
+def pending(data_dir: Path) -> list[PendingAgent]:
+    def describe(record: AgentRecord) -> PendingAgent:
+        name = record.card.get("name") if record.card else None
+        return PendingAgent(record.aid, record.first_seen, name if isinstance(name, str) else None)
+
+    async def run(storage: SqliteHubStorage) -> list[PendingAgent]:
+        return [describe(record) for record in await storage.list_pending()]
+
+    return asyncio.run(_with_storage(data_dir, run))
+
+
+def change_official(data_dir: Path, aid: str, *, add: bool) -> list[str]:
+    """Add or remove ``aid``; re-sign the list with the operator key. Returns the new members."""
+    _check_aid(aid)
+    operator = Identity.load(data_dir / "identity")
+
+    async def run(storage: SqliteHubStorage) -> list[str]:
+        current = await storage.get_official_list()
+        members = set(current["members"]) if current else set()
+        if add:
+            members.add(aid)
+        elif aid not in members:
+            raise AnetError("hub-not-official", f"{aid} is not on the official list")
+        else:
+            members.discard(aid)
+        version = (current["version"] + 1) if current else 1
+        await storage.put_official_list(sign_official_list(operator, sorted(members),
+                                                           version=version))
+        return sorted(members)
+
+    return asyncio.run(_with_storage(data_dir, run))
+
+
+def official(data_dir: Path) -> list[str]:
+    async def run(storage: SqliteHubStorage) -> list[str]:
+        current = await storage.get_official_list()
+        return list(current["members"]) if current else []
+
+    return asyncio.run(_with_storage(data_dir, run))

@@ -1,0 +1,166 @@
+"""The signed documents of the directory: network cards, receipts, reviews, the official list.
+
+Each is a signed document (``anet_core.identity.documents``); the models here check the content
+once the signature is known good. Hub and node use the same checks, so what a hub accepts is
+exactly what a node will verify.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from anet_core.canonical import b64u
+from anet_core.identity import (
+    AID_REGEX,
+    DocumentError,
+    Identity,
+    VerifiedHistory,
+    sign_document,
+    verify_document,
+)
+
+CARD_TYPE = "anet.card"
+RECEIPT_TYPE = "anet.receipt/v1"
+"""As ``anet_core.tasks.receipts`` issues them (not imported: the hub does not run tasks)."""
+REVIEW_TYPE = "anet.review"
+OFFICIAL_LIST_TYPE = "anet.official-list"
+COMPLETED = "TASK_STATE_COMPLETED"
+
+MAX_CARD_BYTES = 64 * 1024
+MAX_REVIEW_TEXT = 2000
+
+_Aid = Annotated[str, StringConstraints(pattern=rf"^{AID_REGEX}$")]
+_Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
+class _Document(BaseModel):
+    # Documents are signed by their authors: fields this version does not know are kept (they
+    # are covered by the signature) rather than refused, so authors may add fields.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class CardSkill(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: _Word
+    name: Annotated[str, StringConstraints(max_length=200)] = ""
+    description: Annotated[str, StringConstraints(max_length=2000)] = ""
+    tags: list[Annotated[str, StringConstraints(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=32)
+
+
+class NetworkCard(_Document):
+    """What an agent says about itself, signed with its current key (``keySeq`` names it)."""
+
+    type: Literal["anet.card"]
+    name: Annotated[str, StringConstraints(max_length=200)]
+    description: Annotated[str, StringConstraints(max_length=4000)] = ""
+    skills: list[CardSkill] = Field(default_factory=list, max_length=64)
+    charge: Literal["free", "partial", "paid"] = "free"
+    homeHub: Annotated[str, StringConstraints(max_length=2048)]
+    publishedAt: int = Field(ge=0)
+
+
+class Receipt(_Document):
+    """A provider's signed statement that a task it served reached a final state (the fields a
+    review depends on; ``contextId``, ``stateSeq`` and ``issuedAt`` are kept as signed)."""
+
+    type: Literal["anet.receipt/v1"]
+    taskId: _Word
+    requester: _Aid
+    provider: _Aid
+    state: str
+    resultHash: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class Review(_Document):
+    type: Literal["anet.review"]
+    subject: _Aid
+    rating: int = Field(ge=1, le=5)
+    text: Annotated[str, StringConstraints(max_length=MAX_REVIEW_TEXT)] = ""
+    receipt: dict[str, Any]
+    createdAt: int = Field(ge=0)
+
+
+class OfficialList(_Document):
+    type: Literal["anet.official-list"]
+    hub: _Aid
+    version: int = Field(ge=1)
+    issuedAt: int = Field(ge=0)
+    members: list[_Aid] = Field(max_length=100_000)
+
+
+class DirectoryDocError(ValueError):
+    """A document the directory refuses. ``reason`` is kebab-case; the message says why."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _checked(model: type[BaseModel], doc: object, history: VerifiedHistory, *, what: str,
+             current_key: bool) -> Any:
+    try:
+        content = verify_document(doc, history, require_current_key=current_key)
+    except DocumentError as error:
+        raise DirectoryDocError(f"{what}-{error.reason}", f"the {what} does not verify: "
+                                                          f"{error}") from None
+    try:
+        return model.model_validate(content)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "(top)"
+        raise DirectoryDocError(f"{what}-invalid", f"the {what} is invalid at {where}: "
+                                                   f"{first['msg']}") from None
+
+
+def verify_card(card: object, history: VerifiedHistory) -> NetworkCard:
+    """The card's content when it is signed by ``history``'s current key and well-formed."""
+    return _checked(NetworkCard, card, history, what="card", current_key=True)
+
+
+def verify_official_list(doc: object, hub_history: VerifiedHistory) -> OfficialList:
+    listed = _checked(OfficialList, doc, hub_history, what="official-list", current_key=False)
+    if listed.hub != hub_history.aid:
+        raise DirectoryDocError("official-list-wrong-hub",
+                                f"the official list names hub {listed.hub}, not {hub_history.aid}")
+    return listed
+
+
+def verify_review(review: object, *, reviewer: VerifiedHistory,
+                  subject: VerifiedHistory) -> tuple[Review, Receipt]:
+    """Check a review and the receipt that entitles it (see docs/protocol.md, "Reviews")."""
+    checked = _checked(Review, review, reviewer, what="review", current_key=False)
+    if checked.subject != subject.aid:
+        raise DirectoryDocError("review-wrong-subject",
+                                f"the review is about {checked.subject}, not {subject.aid}")
+    if reviewer.aid == subject.aid:
+        raise DirectoryDocError("review-self", "an agent cannot review itself")
+    receipt = _checked(Receipt, checked.receipt, subject, what="receipt", current_key=False)
+    if receipt.provider != subject.aid or receipt.requester != reviewer.aid:
+        raise DirectoryDocError(
+            "receipt-wrong-parties",
+            f"the receipt is for a task that {receipt.requester} asked of {receipt.provider}; a "
+            f"review by {reviewer.aid} of {subject.aid} needs a receipt naming them")
+    if receipt.state != COMPLETED:
+        raise DirectoryDocError("receipt-not-completed",
+                                f"the receipt's task state is {receipt.state}, not {COMPLETED}")
+    return checked, receipt
+
+
+def receipt_key(receipt: Receipt) -> str:
+    """One review per receipt: the provider and its task id name the receipt, so a provider who
+    signs two receipts for one task does not earn two reviews."""
+    digest = hashlib.sha256(f"{receipt.provider}\x00{receipt.taskId}".encode()).digest()
+    return b64u(digest)
+
+
+def sign_official_list(operator: Identity, members: list[str], *, version: int) -> dict[str, Any]:
+    """The hub operator's signed list of official agents (sorted, without repeats)."""
+    return sign_document(operator, {"type": OFFICIAL_LIST_TYPE, "hub": operator.aid,
+                                    "version": version, "issuedAt": int(time.time()),
+                                    "members": sorted(set(members))})

@@ -1,0 +1,232 @@
+"""Relay of sealed envelopes: admission (shape, sender, recipient, size), queues and delivery.
+
+Every accepted envelope is stored before the sender hears ``accepted`` and stays stored until
+the recipient acknowledges it, whether the recipient is online or not: one path for both, and a
+hub crash between the two loses nothing (the recipient may see an envelope twice; it dedupes by
+envelope id). A connected recipient is fed from memory while it keeps up, and from storage when
+it connects or falls behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from anet_core.envelope import DEFAULT_MAX_AGE_S, EnvelopeError, peek_header
+from anet_core.hub.frames import Refusal
+from anet_core.hub.storage import AgentState, HubStorage, QueuedEnvelope, StorageError
+
+log = logging.getLogger("anet.hub.relay")
+
+DELIVERY_WINDOW = 256
+"""Envelopes sent to a node and not yet acknowledged; beyond it the hub waits for acks."""
+OUTBOX_LIMIT = 1024
+"""Envelopes held in memory for a connected node; past it the node is fed from storage."""
+SCAN_BATCH = 128
+MAX_QUEUE_TTL_S = DEFAULT_MAX_AGE_S
+"""Recipients refuse envelopes older than this (anet_core.envelope), so keeping them longer
+would only waste the disk."""
+
+
+@dataclass
+class TokenBucket:
+    """``rate`` tokens a second up to ``burst``; one request takes one token."""
+
+    rate: float
+    burst: float
+    tokens: float
+    stamp: float
+
+    def take(self, now: float) -> float:
+        """0 when a token was taken, else the seconds until one is available."""
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+@dataclass(frozen=True)
+class RelayLimits:
+    max_envelope_bytes: int
+    rate_per_second: float
+    burst: int
+    queue_ttl_s: float
+
+
+class Connection:
+    """A registered node's WebSocket, seen from the relay: what was sent, what waits."""
+
+    def __init__(self, aid: str, ws: web.WebSocketResponse, storage: HubStorage) -> None:
+        self.aid = aid
+        self.ws = ws
+        self._storage = storage
+        self._inflight: set[str] = set()
+        self._outbox: deque[QueuedEnvelope] = deque()
+        self._rescan = True  # a new connection first drains what was queued while it was away
+        self._wake = asyncio.Event()
+        self._acked = asyncio.Event()
+
+    def push(self, item: QueuedEnvelope) -> None:
+        if len(self._outbox) >= OUTBOX_LIMIT:
+            # The node is slower than its senders: drop the memory copy, storage has them all.
+            self._outbox.clear()
+            self._rescan = True
+        else:
+            self._outbox.append(item)
+        self._wake.set()
+
+    def acked(self, envelope_id: str) -> None:
+        self._inflight.discard(envelope_id)
+        self._acked.set()
+
+    async def deliver_forever(self) -> None:
+        while True:
+            if self._rescan:
+                self._rescan = False
+                await self._scan()
+            elif self._outbox:
+                await self._send(self._outbox.popleft())
+            else:
+                self._wake.clear()
+                await self._wake.wait()
+
+    async def _scan(self) -> None:
+        after = 0
+        while True:
+            batch = await self._storage.pending(self.aid, after_seq=after, limit=SCAN_BATCH,
+                                                now=time.time())
+            for item in batch:
+                after = item.seq
+                await self._send(item)
+            if len(batch) < SCAN_BATCH:
+                return
+
+    async def _send(self, item: QueuedEnvelope) -> None:
+        # Skipping what is in flight makes a scan and the outbox safe to overlap; an envelope
+        # acknowledged in between may go out twice, which the recipient's dedupe absorbs.
+        if item.id in self._inflight or item.expires_at <= time.time():
+            return
+        while len(self._inflight) >= DELIVERY_WINDOW:
+            self._acked.clear()
+            await self._acked.wait()
+        self._inflight.add(item.id)
+        # The stored text is forwarded as is: no parse and re-encode of large envelopes.
+        await self.ws.send_str(f'{{"type":"deliver","queuedAt":{item.stored_at!r},'
+                               f'"envelope":{item.text}}}')
+
+
+@dataclass
+class Relay:
+    storage: HubStorage
+    limits: RelayLimits
+    connections: dict[str, Connection] = field(default_factory=dict)
+    _buckets: dict[str, TokenBucket] = field(default_factory=dict)
+    _registered: set[str] = field(default_factory=set)
+    """Recipients known to be registered; registration is never withdrawn, so this only grows
+    and saves a storage read per envelope."""
+
+    def online(self, aid: str) -> bool:
+        return aid in self.connections
+
+    def attach(self, conn: Connection) -> Connection | None:
+        """Make ``conn`` the node's connection; returns the one it replaces, if any."""
+        previous = self.connections.get(conn.aid)
+        self.connections[conn.aid] = conn
+        self._registered.add(conn.aid)
+        return previous
+
+    def detach(self, conn: Connection) -> None:
+        if self.connections.get(conn.aid) is conn:
+            del self.connections[conn.aid]
+
+    def admit_request(self, aid: str) -> None:
+        """Charge one request to the node's token bucket (kept per AID, so reconnecting does not
+        refill it); raises ``rate-limited`` naming the limit."""
+        now = time.monotonic()
+        limits = self.limits
+        bucket = self._buckets.get(aid)
+        if bucket is None:
+            bucket = self._buckets[aid] = TokenBucket(limits.rate_per_second, limits.burst,
+                                                      limits.burst, now)
+        wait = bucket.take(now)
+        if wait:
+            raise Refusal("rate-limited",
+                          f"more than {limits.rate_per_second:g} requests/s (burst "
+                          f"{limits.burst}) from {aid}; retry after {wait:.2f} s",
+                          retry_after=round(wait, 3))
+
+    def forget_idle_buckets(self) -> None:
+        """Drop buckets that have refilled: they hold no state a fresh one would not."""
+        now = time.monotonic()
+        rate = self.limits.rate_per_second
+        full = [aid for aid, bucket in self._buckets.items()
+                if bucket.tokens + (now - bucket.stamp) * rate >= bucket.burst]
+        for aid in full:
+            del self._buckets[aid]
+
+    async def submit(self, sender: str, envelope: dict[str, object], frame_bytes: int) -> str:
+        """Admit, store and route one envelope; returns its id. Raises :class:`Refusal`."""
+        limit = self.limits.max_envelope_bytes
+        if frame_bytes > limit:
+            raise Refusal("envelope-too-large",
+                          f"the envelope is {frame_bytes} bytes; this hub accepts at most {limit} "
+                          "bytes per envelope (hub option --max-envelope-bytes)")
+        try:
+            header = peek_header(envelope)
+        except EnvelopeError as error:
+            log.warning("event=refused reason=malformed-envelope from=%s detail=%r", sender,
+                        str(error))
+            raise Refusal("malformed-envelope", str(error)) from None
+        if header.sender != sender:
+            log.warning("event=refused reason=wrong-sender from=%s claimed=%s id=%s", sender,
+                        header.sender, header.id)
+            raise Refusal("wrong-sender", f"the envelope says it is from {header.sender}, but "
+                                          f"this connection is registered as {sender}")
+        if not await self._is_registered(header.recipient):
+            raise Refusal("unknown-recipient", f"{header.recipient} is not registered at this "
+                                               "hub; look the agent up at its home hub")
+        text = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
+        now = time.time()
+        try:
+            seq = await self.storage.enqueue(id=header.id, sender=sender,
+                                             recipient=header.recipient, text=text, now=now,
+                                             ttl=self.limits.queue_ttl_s)
+        except StorageError as error:
+            log.error("event=store-failed reason=%s from=%s to=%s id=%s", error.reason, sender,
+                      header.recipient, header.id)
+            raise Refusal(error.reason, f"{error.message}; the envelope was not stored, "
+                                        "send it again later") from None
+        log.debug("event=accepted from=%s to=%s id=%s bytes=%d", sender, header.recipient,
+                  header.id, frame_bytes)
+        conn = self.connections.get(header.recipient)
+        if conn is not None:
+            conn.push(QueuedEnvelope(seq=seq, id=header.id, sender=sender,
+                                     recipient=header.recipient, text=text, stored_at=now,
+                                     expires_at=now + self.limits.queue_ttl_s))
+        return header.id
+
+    async def ack(self, conn: Connection, envelope_id: str) -> None:
+        conn.acked(envelope_id)
+        try:
+            await self.storage.remove(conn.aid, envelope_id)
+        except StorageError as error:
+            # Not removed: it is delivered again on the next connection, and deduped there.
+            log.error("event=ack-failed reason=%s aid=%s id=%s", error.reason, conn.aid,
+                      envelope_id)
+
+    async def _is_registered(self, aid: str) -> bool:
+        if aid in self._registered:
+            return True
+        record = await self.storage.get_agent(aid)
+        if record is not None and record.state is AgentState.REGISTERED:
+            self._registered.add(aid)
+            return True
+        return False

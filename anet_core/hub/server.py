@@ -1,0 +1,262 @@
+"""The hub's aiohttp application: the WebSocket for nodes, HTTP reads, and ``anet hub serve``.
+
+HTTP (all JSON, all public: the directory is signed by its authors, not secret)::
+
+    GET /v1/health          {"status": "ok", "hubAid", "connected", "protocol"}
+    GET /v1/hub             the hub's AID, key history, limits and signed official list
+    GET /v1/agents          search: ?skill=&tag=&q=&cursor=&limit=
+    GET /v1/agents/{aid}    one directory entry
+    GET /v1/ws              the nodes' WebSocket (frames: anet_core.hub.frames)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from anet_core.hub.directory import Directory, authority
+from anet_core.hub.frames import (
+    MAX_SEARCH_LIMIT,
+    PROTOCOL_VERSION,
+    WS_PATH,
+    Refusal,
+    SearchFrame,
+)
+from anet_core.hub.relay import MAX_QUEUE_TTL_S, Relay, RelayLimits
+from anet_core.hub.session import Session
+from anet_core.hub.sqlite import SqliteHubStorage
+from anet_core.hub.storage import HubStorage, StorageError
+from anet_core.identity import AID_REGEX, Identity
+
+log = logging.getLogger("anet.hub")
+
+DEFAULT_MAX_ENVELOPE_BYTES = 16 * 1024 * 1024
+DEFAULT_RATE_PER_SECOND = 50.0
+DEFAULT_BURST = 200
+DEFAULT_QUEUE_TTL_S = MAX_QUEUE_TTL_S
+FRAME_SLACK_BYTES = 64 * 1024
+"""WebSocket messages may exceed the envelope limit by this much, so an oversize envelope is
+answered with a clear ``envelope-too-large`` frame instead of a closed connection."""
+HEARTBEAT_S = 30.0
+SWEEP_INTERVAL_S = 60.0
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    data_dir: Path
+    approval: bool = False
+    max_envelope_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES
+    rate_per_second: float = DEFAULT_RATE_PER_SECOND
+    burst: int = DEFAULT_BURST
+    queue_ttl_s: float = DEFAULT_QUEUE_TTL_S
+    public_url: str | None = None
+    """The address nodes use when it is not what the hub sees in Host (a proxy in front)."""
+    max_storage_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.queue_ttl_s <= MAX_QUEUE_TTL_S:
+            raise ValueError(f"the queue TTL must be between 0 and {MAX_QUEUE_TTL_S:g} s "
+                             f"(recipients refuse older envelopes), got {self.queue_ttl_s:g}")
+        if self.max_envelope_bytes < 1024 or self.rate_per_second <= 0 or self.burst < 1:
+            raise ValueError("limits must be positive (max envelope at least 1024 bytes)")
+
+    @property
+    def identity_dir(self) -> Path:
+        return self.data_dir / "identity"
+
+    @property
+    def database(self) -> Path:
+        return self.data_dir / "hub.db"
+
+
+@dataclass
+class HubState:
+    config: HubConfig
+    identity: Identity
+    storage: HubStorage
+    directory: Directory
+    relay: Relay
+
+    async def official_list(self) -> dict[str, Any] | None:
+        return await self.storage.get_official_list()
+
+
+CONFIG_KEY = web.AppKey("hub-config", HubConfig)
+STATE_KEY = web.AppKey("hub-state", HubState)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+routes = web.RouteTableDef()
+
+
+@routes.get(WS_PATH)
+async def websocket(request: web.Request) -> web.StreamResponse:
+    hub = request.app[STATE_KEY]
+    ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, compress=False,
+                               max_msg_size=hub.config.max_envelope_bytes + FRAME_SLACK_BYTES)
+    await ws.prepare(request)
+    authorities = {authority("ws" if request.scheme == "http" else "wss", request.host)}
+    if hub.config.public_url:
+        public = urlsplit(hub.config.public_url)
+        authorities.add(authority(public.scheme, public.netloc))
+    session = Session(hub, ws, remote=request.remote or "?", authorities=frozenset(authorities))
+    await session.run()
+    return ws
+
+
+@routes.get("/v1/health")
+async def health(request: web.Request) -> web.Response:
+    hub = request.app[STATE_KEY]
+    return web.json_response({"status": "ok", "hubAid": hub.identity.aid,
+                              "connected": len(hub.relay.connections),
+                              "protocol": PROTOCOL_VERSION})
+
+
+@routes.get("/v1/hub")
+async def hub_info(request: web.Request) -> web.Response:
+    hub = request.app[STATE_KEY]
+    limits = hub.relay.limits
+    return web.json_response({
+        "aid": hub.identity.aid, "history": hub.identity.history,
+        "officialList": await hub.official_list(),
+        "limits": {"maxEnvelopeBytes": limits.max_envelope_bytes,
+                   "ratePerSecond": limits.rate_per_second, "burst": limits.burst,
+                   "queueTtlSeconds": limits.queue_ttl_s}})
+
+
+@routes.get("/v1/agents")
+async def agents(request: web.Request) -> web.Response:
+    hub = request.app[STATE_KEY]
+    try:
+        query = SearchFrame.model_validate({"type": "search", "rid": "http",
+                                            **request.query})
+    except ValidationError as error:
+        first = error.errors()[0]
+        return _error(400, "bad-query", f"{'.'.join(map(str, first['loc']))}: {first['msg']} "
+                                        f"(limit is 1..{MAX_SEARCH_LIMIT})")
+    try:
+        entries, cursor = await hub.directory.search(query)
+    except Refusal as refusal:
+        return _error(400, refusal.reason, refusal.message)
+    return web.json_response({
+        "entries": [entry.model_dump(by_alias=True) for entry in entries],
+        "nextCursor": cursor, "officialList": await hub.official_list()})
+
+
+@routes.get(f"/v1/agents/{{aid:{AID_REGEX}}}")
+async def agent(request: web.Request) -> web.Response:
+    hub = request.app[STATE_KEY]
+    try:
+        entry = await hub.directory.lookup(request.match_info["aid"])
+    except Refusal as refusal:
+        return _error(404, refusal.reason, refusal.message)
+    return web.json_response({"entry": entry.model_dump(by_alias=True),
+                              "officialList": await hub.official_list()})
+
+
+def _error(status: int, reason: str, message: str) -> web.Response:
+    return web.json_response({"error": reason, "message": message}, status=status)
+
+
+@web.middleware
+async def storage_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except StorageError as error:
+        log.error("event=storage-error path=%s reason=%s", request.path, error.reason)
+        return _error(503, error.reason, error.message)
+
+
+async def _hub_state(app: web.Application) -> AsyncIterator[None]:
+    """Open the identity and the storage, run the sweeper; close all in reverse."""
+    config = app[CONFIG_KEY]
+    identity, created = await asyncio.to_thread(Identity.load_or_create, config.identity_dir)
+    if created:
+        log.info("event=identity-created aid=%s dir=%s", identity.aid, config.identity_dir)
+    storage = await SqliteHubStorage.open(config.database, max_bytes=config.max_storage_bytes)
+    relay = Relay(storage, RelayLimits(config.max_envelope_bytes, config.rate_per_second,
+                                       config.burst, config.queue_ttl_s))
+    directory = Directory(storage, approval=config.approval, online=relay.online)
+    app[STATE_KEY] = HubState(config, identity, storage, directory, relay)
+    sweeper = asyncio.create_task(_sweep(storage, relay))
+    try:
+        yield
+    finally:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+        await storage.close()
+
+
+async def _close_sockets(app: web.Application) -> None:
+    # Runs before cleanup: open WebSockets would otherwise keep the shutdown waiting.
+    if STATE_KEY in app:
+        for conn in list(app[STATE_KEY].relay.connections.values()):
+            await conn.ws.close(code=1001, message=b"hub shutting down")
+
+
+async def _sweep(storage: HubStorage, relay: Relay) -> None:
+    while True:
+        await asyncio.sleep(SWEEP_INTERVAL_S)
+        relay.forget_idle_buckets()
+        try:
+            purged = await storage.purge_expired(time.time())
+        except StorageError as error:
+            log.error("event=sweep-failed reason=%s", error.reason)
+            continue
+        if purged:
+            log.info("event=expired count=%d", purged)
+
+
+def build_app(config: HubConfig) -> web.Application:
+    app = web.Application(middlewares=[storage_errors])
+    app[CONFIG_KEY] = config
+    app.add_routes(routes)
+    app.cleanup_ctx.append(_hub_state)
+    app.on_shutdown.append(_close_sockets)
+    return app
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) → (host, port)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
+    return host.strip("[]"), int(port)
+
+
+async def serve(config: HubConfig, host: str, port: int) -> None:
+    """Run the hub until SIGTERM or SIGINT; then close every connection and the storage."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    runner = web.AppRunner(build_app(config), access_log=None, shutdown_timeout=5.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        state = runner.app[STATE_KEY]
+        log.info("event=listening addresses=%s hubAid=%s approval=%s maxEnvelopeBytes=%d "
+                 "rate=%g burst=%d queueTtl=%g",
+                 ",".join(f"{address[0]}:{address[1]}" for address in runner.addresses),
+                 state.identity.aid, config.approval, config.max_envelope_bytes,
+                 config.rate_per_second, config.burst, config.queue_ttl_s)
+        await stop.wait()
+        log.info("event=stopping")
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await runner.cleanup()
+        log.info("event=stopped")

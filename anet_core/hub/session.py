@@ -1,0 +1,251 @@
+"""One node's WebSocket session at the hub: challenge, registration, approval, then requests.
+
+Every frame is parsed with the models of ``frames``; anything wrong with a frame is answered
+with an ``error`` frame and the session goes on. Nothing a node sends can end the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import WSMsgType, web
+from pydantic import ValidationError
+
+from anet_core.canonical import b64u
+from anet_core.hub.directory import Challenge
+from anet_core.hub.frames import (
+    CHALLENGE_CONTEXT,
+    CHALLENGE_TTL_S,
+    NODE_FRAME,
+    AcceptedFrame,
+    AckFrame,
+    ChallengeFrame,
+    EntryFrame,
+    ErrorFrame,
+    Limits,
+    LookupFrame,
+    NodeFrame,
+    OkFrame,
+    PublishFrame,
+    Refusal,
+    RegisteredFrame,
+    RegisterFrame,
+    ResultsFrame,
+    ReviewFrame,
+    SearchFrame,
+    SendFrame,
+    challenge_bytes,
+)
+from anet_core.hub.relay import Connection
+from anet_core.hub.storage import AgentState, StorageError
+
+if TYPE_CHECKING:
+    from anet_core.hub.server import HubState
+
+log = logging.getLogger("anet.hub.session")
+
+APPROVAL_POLL_S = 1.0
+"""How often a pending session looks whether ``anet hub approve`` (another process) approved it."""
+NONCE_BYTES = 32
+
+
+class Session:
+    def __init__(self, hub: HubState, ws: web.WebSocketResponse, *, remote: str,
+                 authorities: frozenset[str]) -> None:
+        self.hub = hub
+        self.ws = ws
+        self.remote = remote
+        self.challenge = Challenge(hub_aid=hub.identity.aid, nonce=b64u(os.urandom(NONCE_BYTES)),
+                                   ts=int(time.time()), authorities=authorities)
+        self.aid: str | None = None
+        self.conn: Connection | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        try:
+            await self._send(self._challenge_frame())
+            first = await asyncio.wait_for(self.ws.receive(), CHALLENGE_TTL_S)
+            if first.type is WSMsgType.TEXT:
+                await self._handle_text(first.data)
+            if self.aid is None:
+                return  # no registration: nothing else is answered on this connection
+            async for message in self.ws:
+                if message.type is WSMsgType.TEXT:
+                    await self._handle_text(message.data)
+                elif message.type is WSMsgType.BINARY:
+                    await self._send(ErrorFrame(reason="bad-frame",
+                                                message="frames are JSON text, not binary"))
+        except TimeoutError:
+            await self._send(ErrorFrame(reason="challenge-expired",
+                                        message=f"no registration within {CHALLENGE_TTL_S:g} s"))
+        except ConnectionError:
+            pass  # the node went away mid-send; the finally below cleans up
+        finally:
+            await self._end()
+
+    def _challenge_frame(self) -> ChallengeFrame:
+        challenge = self.challenge
+        signature = self.hub.identity.sign(
+            challenge_bytes(hub_aid=challenge.hub_aid, nonce=challenge.nonce, ts=challenge.ts),
+            context=CHALLENGE_CONTEXT)
+        return ChallengeFrame(hub_aid=challenge.hub_aid, hub_history=self.hub.identity.history,
+                              nonce=challenge.nonce, ts=challenge.ts, signature=b64u(signature))
+
+    async def _handle_text(self, text: str) -> None:
+        try:
+            frame = NODE_FRAME.validate_json(text)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "(frame)"
+            log.warning("event=bad-frame aid=%s remote=%s where=%s detail=%r", self.aid,
+                        self.remote, where, first["msg"])
+            await self._send(ErrorFrame(rid=_rid_of(text), reason="bad-frame",
+                                        message=f"the frame is invalid at {where}: "
+                                                f"{first['msg']}"))
+            return
+        rid = getattr(frame, "rid", None)
+        try:
+            await self._dispatch(frame, len(text))
+        except Refusal as refusal:
+            await self._send(refusal.frame(rid))
+        except StorageError as error:
+            log.error("event=storage-error aid=%s reason=%s", self.aid, error.reason)
+            await self._send(ErrorFrame(rid=rid, reason=error.reason,
+                                        message=f"{error.message}; try again later"))
+        except ConnectionError:
+            raise
+        except Exception:
+            log.exception("event=internal-error aid=%s frame=%s", self.aid, frame.type)
+            await self._send(ErrorFrame(rid=rid, reason="hub-internal-error",
+                                        message="the hub failed on this request; it is logged"))
+
+    async def _dispatch(self, frame: NodeFrame, size: int) -> None:
+        if isinstance(frame, RegisterFrame):
+            await self._register(frame)
+            return
+        aid = self.aid
+        if aid is None:
+            raise Refusal("not-registered", "answer the challenge with a register frame first")
+        if isinstance(frame, AckFrame):
+            if self.conn is not None:
+                await self.hub.relay.ack(self.conn, frame.id)
+            return
+        self.hub.relay.admit_request(aid)
+        if isinstance(frame, PublishFrame):
+            await self.hub.directory.publish_card(aid, frame.card)
+            log.info("event=card-published aid=%s", aid)
+            await self._send(OkFrame(rid=frame.rid))
+            return
+        if self.conn is None:
+            raise Refusal("not-approved", "this node waits for the hub operator's approval "
+                                          f"(`anet hub approve {aid}`)")
+        if isinstance(frame, SendFrame):
+            envelope_id = await self.hub.relay.submit(aid, frame.envelope, size)
+            await self._send(AcceptedFrame(rid=frame.rid, id=envelope_id))
+        elif isinstance(frame, LookupFrame):
+            entry = await self.hub.directory.lookup(frame.aid)
+            await self._send(EntryFrame(rid=frame.rid, entry=entry,
+                                        official_list=await self.hub.official_list()))
+        elif isinstance(frame, SearchFrame):
+            entries, cursor = await self.hub.directory.search(frame)
+            await self._send(ResultsFrame(rid=frame.rid, entries=entries, next_cursor=cursor,
+                                          official_list=await self.hub.official_list()))
+        elif isinstance(frame, ReviewFrame):
+            record = await self.hub.directory.post_review(aid, frame.review)
+            log.info("event=review aid=%s subject=%s rating=%d", aid, record.subject,
+                     record.rating)
+            await self._send(OkFrame(rid=frame.rid))
+
+    async def _register(self, frame: RegisterFrame) -> None:
+        if self.aid is not None:
+            raise Refusal("already-registered", f"this connection is registered as {self.aid}")
+        try:
+            record = await self.hub.directory.register(frame, self.challenge)
+        except Refusal as refusal:
+            log.warning("event=register-refused aid=%s remote=%s reason=%s", frame.aid,
+                        self.remote, refusal.reason)
+            raise
+        self.aid = record.aid
+        log.info("event=registered aid=%s state=%s keySeq=%d remote=%s", record.aid,
+                 record.state.value, record.key_seq, self.remote)
+        if record.state is AgentState.REGISTERED:
+            await self._go_live()
+        else:
+            await self._send(RegisteredFrame(aid=record.aid, state="pending",
+                                              limits=self._limits()))
+            self._spawn(self._await_approval())
+
+    async def _go_live(self) -> None:
+        assert self.aid is not None
+        self.conn = Connection(self.aid, self.ws, self.hub.storage)
+        replaced = self.hub.relay.attach(self.conn)
+        if replaced is not None:
+            log.info("event=replaced aid=%s", self.aid)
+            await replaced.ws.close(code=4001, message=b"replaced by a newer connection")
+        await self._send(RegisteredFrame(aid=self.aid, state="registered", limits=self._limits()))
+        self._spawn(self.conn.deliver_forever())
+
+    async def _await_approval(self) -> None:
+        assert self.aid is not None
+        while True:
+            await asyncio.sleep(APPROVAL_POLL_S)
+            try:
+                record = await self.hub.storage.get_agent(self.aid)
+            except StorageError:
+                continue
+            if record is not None and record.state is AgentState.REGISTERED:
+                log.info("event=approved aid=%s", self.aid)
+                await self._go_live()
+                return
+
+    def _limits(self) -> Limits:
+        limits = self.hub.relay.limits
+        return Limits(max_envelope_bytes=limits.max_envelope_bytes,
+                      rate_per_second=limits.rate_per_second, burst=limits.burst,
+                      queue_ttl_seconds=limits.queue_ttl_s)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None \
+                and not isinstance(task.exception(), ConnectionError):
+            log.error("event=session-task-failed aid=%s error=%r", self.aid, task.exception())
+            asyncio.ensure_future(self.ws.close(code=1011, message=b"hub session failed"))
+
+    async def _send(self, frame: ErrorFrame | ChallengeFrame | RegisteredFrame | AcceptedFrame
+                    | EntryFrame | ResultsFrame | OkFrame) -> None:
+        if not self.ws.closed:
+            await self.ws.send_str(frame.dump())
+
+    async def _end(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.conn is not None:
+            self.hub.relay.detach(self.conn)
+        if self.aid is not None:
+            try:
+                await self.hub.storage.touch(self.aid, time.time())
+            except StorageError:
+                pass  # lastSeen stays at the registration time: harmless
+            log.info("event=disconnected aid=%s remote=%s", self.aid, self.remote)
+
+
+def _rid_of(text: str) -> str | None:
+    """The request id of a frame that failed validation, when it has a usable one."""
+    try:
+        rid = json.loads(text).get("rid")
+    except (ValueError, AttributeError):
+        return None
+    return rid if isinstance(rid, str) and 0 < len(rid) <= 64 else None

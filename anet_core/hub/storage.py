@@ -1,0 +1,140 @@
+"""The one storage interface behind a hub: directory, registrations, queues, reviews, official list.
+
+Everything a hub remembers goes through :class:`HubStorage`. The embedded implementation is
+SQLite (``anet_core.hub.sqlite``); a shared PostgreSQL implementation (several hub instances
+behind one address, DESIGN.md "Scale-out plan") implements the same methods. The methods are
+coroutines for that reason, and each one is a single transaction: nothing here assumes that
+the hub process is the only writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+
+class AgentState(str, Enum):
+    PENDING = "pending"
+    REGISTERED = "registered"
+
+
+class StorageError(Exception):
+    """A write or read failed. ``reason`` is what a node is told: ``hub-storage-full`` when the
+    disk or the configured quota is full, ``hub-storage-error`` otherwise."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True)
+class AgentRecord:
+    aid: str
+    state: AgentState
+    history: list[dict[str, Any]]
+    key_seq: int
+    card: dict[str, Any] | None
+    first_seen: float
+    last_seen: float
+    review_count: int = 0
+    rating_sum: int = 0
+
+    @property
+    def avg_rating(self) -> float | None:
+        return round(self.rating_sum / self.review_count, 2) if self.review_count else None
+
+
+@dataclass(frozen=True)
+class CardIndex:
+    """What search looks at, extracted from a verified card (lower case)."""
+
+    text: str
+    skills: frozenset[str] = field(default_factory=frozenset)
+    tags: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    skill: str | None = None
+    tag: str | None = None
+    words: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class QueuedEnvelope:
+    seq: int
+    id: str
+    sender: str
+    recipient: str
+    text: str
+    """The envelope's JSON exactly as it is forwarded."""
+    stored_at: float
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    receipt_key: str
+    subject: str
+    reviewer: str
+    rating: int
+    review: dict[str, Any]
+    created: float
+
+
+class HubStorage(Protocol):
+    async def close(self) -> None: ...
+
+    # -- registrations and the directory ------------------------------------------------------
+
+    async def get_agent(self, aid: str) -> AgentRecord | None: ...
+
+    async def save_registration(self, aid: str, history: list[dict[str, Any]], key_seq: int,
+                                state: AgentState, now: float) -> AgentRecord:
+        """Insert or update an agent's history and lastSeen; ``state`` applies to a new agent
+        only (an approved agent stays approved)."""
+
+    async def approve(self, aid: str) -> bool:
+        """Move a pending agent to registered; False when there is no such pending agent."""
+
+    async def list_pending(self) -> list[AgentRecord]: ...
+
+    async def touch(self, aid: str, now: float) -> None:
+        """Record that the agent was connected at ``now`` (lastSeen)."""
+
+    async def save_card(self, aid: str, card: dict[str, Any], index: CardIndex) -> None: ...
+
+    async def search(self, query: SearchFilter, *, after: str | None,
+                     limit: int) -> list[AgentRecord]:
+        """Registered agents with a card that match, ordered by AID, AIDs above ``after``."""
+
+    # -- reviews ------------------------------------------------------------------------------
+
+    async def add_review(self, review: ReviewRecord) -> bool:
+        """Store the review and count it; False when its receipt was already used."""
+
+    # -- the official list --------------------------------------------------------------------
+
+    async def get_official_list(self) -> dict[str, Any] | None: ...
+
+    async def put_official_list(self, doc: dict[str, Any]) -> None: ...
+
+    # -- queued envelopes ---------------------------------------------------------------------
+
+    async def enqueue(self, *, id: str, sender: str, recipient: str, text: str, now: float,
+                      ttl: float) -> int:
+        """Store an envelope until acknowledged or expired; returns its queue position.
+
+        Storing the same (recipient, id) again is not an error and stores nothing (a sender that
+        retries after a lost ``accepted``)."""
+
+    async def pending(self, recipient: str, *, after_seq: int, limit: int,
+                      now: float) -> list[QueuedEnvelope]:
+        """Unexpired envelopes for ``recipient`` in the order they were stored."""
+
+    async def remove(self, recipient: str, envelope_id: str) -> bool:
+        """Forget an acknowledged envelope; False when it was not (or no longer) queued."""
+
+    async def purge_expired(self, now: float) -> int: ...

@@ -1,0 +1,501 @@
+"""The node's SQLite store (``<data>/anet.db``): tasks, idempotency keys, outbox, replay ids,
+trust list, inbound policy and inbox.
+
+One connection, used from the event loop. Every statement is short (indexed lookups, one-row
+writes), so running them inline costs less than handing them to a thread (measured with
+``bench/tasks.py``: a task round trip does about a dozen statements, each well under 0.1 ms).
+WAL with ``synchronous=FULL``: a commit is on disk before the hub is told a delivery succeeded.
+
+The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` holds one script
+per version and :func:`open_store` applies the missing ones in one transaction each.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from anet_core.errors import AnetError
+
+
+class TaskRole(StrEnum):
+    """Which side of a network task this node is on."""
+
+    REQUESTER = "requester"
+    PROVIDER = "provider"
+
+
+class InboundPolicy(StrEnum):
+    """Who may send tasks to this node: nobody, peers on the trust list (default), anyone."""
+
+    CLOSED = "closed"
+    TRUSTED = "trusted"
+    OPEN = "open"
+
+
+MIGRATIONS: tuple[str, ...] = (
+    # version 1
+    """
+    CREATE TABLE tasks (
+        id            TEXT PRIMARY KEY,
+        role          TEXT NOT NULL CHECK (role IN ('requester', 'provider')),
+        peer_aid      TEXT NOT NULL,
+        context_id    TEXT NOT NULL,
+        state         TEXT NOT NULL,
+        state_seq     INTEGER NOT NULL DEFAULT 0,
+        skill         TEXT,
+        task_json     TEXT NOT NULL,
+        receipt_json  TEXT,
+        served_by     TEXT,
+        created_at    REAL NOT NULL,
+        updated_at    REAL NOT NULL,
+        last_heard_at REAL NOT NULL
+    );
+    CREATE INDEX tasks_by_peer ON tasks (role, peer_aid, updated_at DESC, id DESC);
+    CREATE INDEX tasks_by_state ON tasks (role, state);
+
+    -- (contextId, messageId) of every message sent or received, per peer and side: the
+    -- idempotency key that makes a repeated message return its task instead of a second send.
+    CREATE TABLE messages (
+        role        TEXT NOT NULL,
+        peer_aid    TEXT NOT NULL,
+        context_id  TEXT NOT NULL,
+        message_id  TEXT NOT NULL,
+        task_id     TEXT NOT NULL REFERENCES tasks (id),
+        created_at  REAL NOT NULL,
+        PRIMARY KEY (role, peer_aid, context_id, message_id)
+    );
+
+    -- Task messages not yet accepted by the hub. The body is sealed on the first attempt and
+    -- the envelope kept, so every retry sends the same envelope id (the receiver drops repeats).
+    CREATE TABLE outbox (
+        seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+        peer_aid        TEXT NOT NULL,
+        task_id         TEXT NOT NULL,
+        body_json       TEXT NOT NULL,
+        envelope_id     TEXT UNIQUE,
+        envelope_json   TEXT,
+        created_at      REAL NOT NULL,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at REAL NOT NULL,
+        last_error      TEXT
+    );
+    CREATE INDEX outbox_by_task ON outbox (task_id);
+
+    -- Ids of envelopes already opened: a replay is dropped. Kept until the envelope would have
+    -- expired anyway (open_envelope refuses older ones).
+    CREATE TABLE seen_envelopes (
+        envelope_id TEXT PRIMARY KEY,
+        sender      TEXT NOT NULL,
+        expires_at  REAL NOT NULL
+    );
+    CREATE INDEX seen_by_expiry ON seen_envelopes (expires_at);
+
+    -- Task updates that arrived ahead of a gap in anet.state_seq, applied once the gap fills.
+    CREATE TABLE pending_updates (
+        task_id    TEXT NOT NULL,
+        state_seq  INTEGER NOT NULL,
+        body_json  TEXT NOT NULL,
+        PRIMARY KEY (task_id, state_seq)
+    );
+
+    CREATE TABLE trust (
+        aid      TEXT PRIMARY KEY,
+        added_at REAL NOT NULL
+    );
+
+    CREATE TABLE settings (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+
+    -- Provider tasks no module took: they wait for the operator (anet inbox / anet reply).
+    CREATE TABLE inbox (
+        task_id    TEXT PRIMARY KEY REFERENCES tasks (id),
+        arrived_at REAL NOT NULL
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+POLICY_KEY = "inbound_policy"
+DEFAULT_POLICY = InboundPolicy.TRUSTED
+
+
+@dataclass
+class StoredTask:
+    """A task as the store keeps it: the A2A Task JSON plus what the network layer needs."""
+
+    id: str
+    role: TaskRole
+    peer_aid: str
+    context_id: str
+    state: str
+    state_seq: int
+    skill: str | None
+    task: dict[str, Any]
+    receipt: dict[str, Any] | None
+    served_by: str | None
+    created_at: float
+    updated_at: float
+    last_heard_at: float
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> StoredTask:
+        return cls(id=row["id"], role=TaskRole(row["role"]), peer_aid=row["peer_aid"],
+                   context_id=row["context_id"], state=row["state"], state_seq=row["state_seq"],
+                   skill=row["skill"], task=json.loads(row["task_json"]),
+                   receipt=json.loads(row["receipt_json"]) if row["receipt_json"] else None,
+                   served_by=row["served_by"], created_at=row["created_at"],
+                   updated_at=row["updated_at"], last_heard_at=row["last_heard_at"])
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    """A task message waiting for the hub; ``envelope`` is None until its first attempt."""
+
+    seq: int
+    peer_aid: str
+    task_id: str
+    body: dict[str, Any]
+    envelope: dict[str, Any] | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    tasks: list[StoredTask]
+    next_page_token: str
+    total_size: int
+
+
+class StoreError(AnetError):
+    """The database cannot be used; the message names the file and what to do."""
+
+
+class Store:
+    """Typed access to ``anet.db``. Methods are synchronous and short; call them from the loop."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self.path = path
+
+    # --- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes: all of them are stored, or none (nesting joins the outer one)."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # --- tasks -------------------------------------------------------------------------------
+
+    def insert_task(self, task: StoredTask) -> None:
+        self._db.execute(
+            "INSERT INTO tasks (id, role, peer_aid, context_id, state, state_seq, skill, task_json,"
+            " receipt_json, served_by, created_at, updated_at, last_heard_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (task.id, task.role.value, task.peer_aid, task.context_id, task.state, task.state_seq,
+             task.skill, json.dumps(task.task), _json_or_none(task.receipt), task.served_by,
+             task.created_at, task.updated_at, task.last_heard_at))
+
+    def save_task(self, task: StoredTask) -> None:
+        """Write back the mutable parts of a task read earlier."""
+        self._db.execute(
+            "UPDATE tasks SET state = ?, state_seq = ?, task_json = ?, receipt_json = ?,"
+            " served_by = ?, updated_at = ?, last_heard_at = ? WHERE id = ?",
+            (task.state, task.state_seq, json.dumps(task.task), _json_or_none(task.receipt),
+             task.served_by, task.updated_at, task.last_heard_at, task.id))
+
+    def get_task(self, task_id: str, *, role: TaskRole | None = None,
+                 peer_aid: str | None = None) -> StoredTask | None:
+        """The task, or None when it does not exist or belongs to another role or peer."""
+        row = self._db.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        if row is None:
+            return None
+        task = StoredTask.from_row(row)
+        if (role is not None and task.role is not role) or (
+                peer_aid is not None and task.peer_aid != peer_aid):
+            return None
+        return task
+
+    def tasks_in_states(self, role: TaskRole, states: set[str]) -> list[StoredTask]:
+        marks = ",".join("?" * len(states))
+        rows = self._db.execute(f"SELECT * FROM tasks WHERE role = ? AND state IN ({marks})",
+                                (role.value, *sorted(states))).fetchall()
+        return [StoredTask.from_row(row) for row in rows]
+
+    def list_tasks(self, role: TaskRole, *, peer_aid: str | None = None,
+                   context_id: str | None = None, state: str | None = None,
+                   updated_since: float | None = None, page_size: int = 50,
+                   page_token: str = "") -> TaskPage:
+        """Tasks newest first (by status time, then id), as A2A ListTasks pages them."""
+        where, args = ["role = ?"], [role.value]
+        for column, value in (("peer_aid", peer_aid), ("context_id", context_id),
+                              ("state", state)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if updated_since is not None:
+            where.append("updated_at >= ?")
+            args.append(updated_since)
+        total = self._db.execute(f"SELECT count(*) FROM tasks WHERE {' AND '.join(where)}",
+                                 args).fetchone()[0]
+        if page_token:
+            after_time, after_id = decode_page_token(page_token)
+            where.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
+            args.extend([after_time, after_time, after_id])
+        rows = self._db.execute(
+            f"SELECT * FROM tasks WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ?", [*args, page_size + 1]).fetchall()
+        tasks = [StoredTask.from_row(row) for row in rows[:page_size]]
+        more = len(rows) > page_size
+        token = encode_page_token(tasks[-1].updated_at, tasks[-1].id) if more and tasks else ""
+        return TaskPage(tasks=tasks, next_page_token=token, total_size=total)
+
+    # --- idempotency keys ----------------------------------------------------------------------
+
+    def message_task(self, role: TaskRole, peer_aid: str, context_id: str,
+                     message_id: str) -> str | None:
+        """The task a message with this (contextId, messageId) already went to, if any."""
+        row = self._db.execute(
+            "SELECT task_id FROM messages WHERE role = ? AND peer_aid = ? AND context_id = ?"
+            " AND message_id = ?", (role.value, peer_aid, context_id, message_id)).fetchone()
+        return None if row is None else row[0]
+
+    def add_message(self, role: TaskRole, peer_aid: str, context_id: str, message_id: str,
+                    task_id: str) -> None:
+        self._db.execute(
+            "INSERT INTO messages (role, peer_aid, context_id, message_id, task_id, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (role.value, peer_aid, context_id, message_id, task_id, time.time()))
+
+    # --- outbox --------------------------------------------------------------------------------
+
+    def enqueue(self, peer_aid: str, body: dict[str, Any], *, task_id: str) -> None:
+        now = time.time()
+        self._db.execute(
+            "INSERT INTO outbox (peer_aid, task_id, body_json, created_at, next_attempt_at)"
+            " VALUES (?, ?, ?, ?, ?)", (peer_aid, task_id, json.dumps(body), now, now))
+
+    def outbox_due(self, now: float, limit: int = 100) -> list[OutboxEntry]:
+        """Entries in the order they were queued, up to the first one that is not due yet."""
+        rows = self._db.execute("SELECT * FROM outbox ORDER BY seq LIMIT ?", (limit,)).fetchall()
+        due = []
+        for row in rows:
+            if row["next_attempt_at"] > now:
+                break  # keep the order: nothing overtakes an entry that waits for a retry
+            due.append(OutboxEntry(
+                seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
+                body=json.loads(row["body_json"]),
+                envelope=json.loads(row["envelope_json"]) if row["envelope_json"] else None,
+                attempts=row["attempts"]))
+        return due
+
+    def outbox_next_attempt(self) -> float | None:
+        row = self._db.execute("SELECT next_attempt_at FROM outbox ORDER BY seq LIMIT 1").fetchone()
+        return None if row is None else row[0]
+
+    def outbox_sealed(self, seq: int, envelope: dict[str, Any]) -> None:
+        """Keep the sealed envelope: from now on every attempt sends exactly this one."""
+        self._db.execute("UPDATE outbox SET envelope_id = ?, envelope_json = ? WHERE seq = ?",
+                         (envelope["id"], json.dumps(envelope), seq))
+
+    def outbox_done(self, seq: int) -> None:
+        self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
+
+    def outbox_retry_later(self, seq: int, at: float, error: str) -> None:
+        self._db.execute("UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?,"
+                         " last_error = ? WHERE seq = ?", (at, error, seq))
+
+    def outbox_sent_any(self, task_id: str) -> bool:
+        """True when an envelope of this task may have reached the hub (it was sealed)."""
+        return self._db.execute("SELECT 1 FROM outbox WHERE task_id = ? AND envelope_id IS NOT"
+                                " NULL", (task_id,)).fetchone() is not None
+
+    def outbox_count(self, task_id: str | None = None) -> int:
+        if task_id is None:
+            return self._db.execute("SELECT count(*) FROM outbox").fetchone()[0]
+        return self._db.execute("SELECT count(*) FROM outbox WHERE task_id = ?",
+                                (task_id,)).fetchone()[0]
+
+    def outbox_withdraw(self, task_id: str) -> int:
+        """Remove a task's unsent envelopes (the task ended here first); return how many."""
+        return self._db.execute("DELETE FROM outbox WHERE task_id = ?", (task_id,)).rowcount
+
+    # --- replay protection -------------------------------------------------------------------
+
+    def mark_seen(self, envelope_id: str, sender: str, expires_at: float) -> bool:
+        """Record an opened envelope id; False when it was seen before (a replay)."""
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO seen_envelopes (envelope_id, sender, expires_at)"
+            " VALUES (?, ?, ?)", (envelope_id, sender, expires_at))
+        return cursor.rowcount == 1
+
+    def was_seen(self, envelope_id: str) -> bool:
+        return self._db.execute("SELECT 1 FROM seen_envelopes WHERE envelope_id = ?",
+                                (envelope_id,)).fetchone() is not None
+
+    def forget_expired_envelopes(self, now: float) -> int:
+        return self._db.execute("DELETE FROM seen_envelopes WHERE expires_at < ?",
+                                (now,)).rowcount
+
+    # --- updates that arrived early ------------------------------------------------------------
+
+    def hold_update(self, task_id: str, state_seq: int, body: dict[str, Any]) -> None:
+        self._db.execute("INSERT OR IGNORE INTO pending_updates (task_id, state_seq, body_json)"
+                         " VALUES (?, ?, ?)", (task_id, state_seq, json.dumps(body)))
+
+    def held_update(self, task_id: str, state_seq: int) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT body_json FROM pending_updates WHERE task_id = ? AND"
+                               " state_seq = ?", (task_id, state_seq)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def drop_held_updates(self, task_id: str, *, up_to: int | None = None) -> None:
+        if up_to is None:
+            self._db.execute("DELETE FROM pending_updates WHERE task_id = ?", (task_id,))
+        else:
+            self._db.execute("DELETE FROM pending_updates WHERE task_id = ? AND state_seq <= ?",
+                             (task_id, up_to))
+
+    # --- trust list and inbound policy -------------------------------------------------------
+
+    def trust(self, aid: str) -> bool:
+        """Add ``aid`` to the trust list; False when it was there already."""
+        return self._db.execute("INSERT OR IGNORE INTO trust (aid, added_at) VALUES (?, ?)",
+                                (aid, time.time())).rowcount == 1
+
+    def distrust(self, aid: str) -> bool:
+        """Remove ``aid`` from the trust list; False when it was not on it."""
+        return self._db.execute("DELETE FROM trust WHERE aid = ?", (aid,)).rowcount == 1
+
+    def is_trusted(self, aid: str) -> bool:
+        return self._db.execute("SELECT 1 FROM trust WHERE aid = ?", (aid,)).fetchone() is not None
+
+    def trusted(self) -> list[tuple[str, float]]:
+        return [(row[0], row[1]) for row in
+                self._db.execute("SELECT aid, added_at FROM trust ORDER BY added_at, aid")]
+
+    @property
+    def inbound_policy(self) -> InboundPolicy:
+        row = self._db.execute("SELECT value FROM settings WHERE key = ?",
+                               (POLICY_KEY,)).fetchone()
+        return DEFAULT_POLICY if row is None else InboundPolicy(row[0])
+
+    def set_inbound_policy(self, policy: InboundPolicy) -> None:
+        self._db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key)"
+                         " DO UPDATE SET value = excluded.value", (POLICY_KEY, policy.value))
+
+    # --- inbox -----------------------------------------------------------------------------------
+
+    def to_inbox(self, task_id: str) -> None:
+        self._db.execute("INSERT OR IGNORE INTO inbox (task_id, arrived_at) VALUES (?, ?)",
+                         (task_id, time.time()))
+
+    def out_of_inbox(self, task_id: str) -> None:
+        self._db.execute("DELETE FROM inbox WHERE task_id = ?", (task_id,))
+
+    def inbox(self) -> list[StoredTask]:
+        rows = self._db.execute("SELECT tasks.* FROM inbox JOIN tasks ON tasks.id = inbox.task_id"
+                                " ORDER BY inbox.arrived_at, tasks.id").fetchall()
+        return [StoredTask.from_row(row) for row in rows]
+
+    def in_inbox(self, task_id: str) -> bool:
+        return self._db.execute("SELECT 1 FROM inbox WHERE task_id = ?",
+                                (task_id,)).fetchone() is not None
+
+
+def encode_page_token(updated_at: float, task_id: str) -> str:
+    raw = json.dumps({"ts": updated_at, "id": task_id}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> tuple[float, str]:
+    """The position a page token stands for; ``ValueError`` naming the token otherwise."""
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        return float(raw["ts"]), str(raw["id"])
+    except (ValueError, TypeError, KeyError):
+        raise ValueError(f"page token {token[:40]!r} is not one this node issued") from None
+
+
+def _json_or_none(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # isolation_level=None: no implicit transactions; Store.transaction() opens them explicitly.
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    connection.row_factory = sqlite3.Row
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = FULL")
+    connection.execute("PRAGMA foreign_keys = ON")
+    connection.execute("PRAGMA busy_timeout = 5000")
+    return connection
+
+
+def migrate(connection: sqlite3.Connection, path: Path) -> int:
+    """Bring the schema to :data:`SCHEMA_VERSION`; return the version found before."""
+    found = connection.execute("PRAGMA user_version").fetchone()[0]
+    if found > SCHEMA_VERSION:
+        raise StoreError("store-too-new",
+                         f"{path} has schema version {found}; this anet knows up to "
+                         f"{SCHEMA_VERSION}", hint="upgrade anet, or move the file away")
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(MIGRATIONS[version - 1]):
+                connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {version}")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    return found
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script; executescript() would commit the transaction it runs in."""
+    statements, current = [], ""
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        current += line + "\n"
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return statements
+
+
+@asynccontextmanager
+async def open_store(path: Path) -> AsyncIterator[Store]:
+    """Open (creating or migrating) the store at ``path``; closed on the way out."""
+    try:
+        connection = _connect(Path(path))
+        migrate(connection, Path(path))
+    except sqlite3.DatabaseError as error:
+        raise StoreError("store-unusable", f"{path} cannot be opened as the node's database: "
+                                           f"{error}",
+                         hint="check the disk and the file's permissions; a damaged file can be "
+                              "moved away, which forgets tasks, trust list and policy") from None
+    try:
+        yield Store(connection, Path(path))
+    finally:
+        connection.close()

@@ -1,0 +1,165 @@
+"""What the requester and provider sides share: errors, task JSON helpers, after-commit effects."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from anet_core.errors import AnetError
+from anet_core.tasks.events import TaskEvents
+from anet_core.tasks.protocol import EffectStatus, Reason
+from anet_core.wire import TaskState, format_timestamp
+
+if TYPE_CHECKING:
+    from anet_core.evidence import EvidenceChain
+
+log = logging.getLogger("anet.tasks")
+
+STATE_SEQ = "anet.state_seq"
+RECEIPT_VERIFIED = "anet.receipt_verified"
+REASON = "anet.reason"
+EFFECT_STATUS = "anet.effect_status"
+
+
+class TaskError(AnetError):
+    """A task operation refused; ``reference`` is one of: invalid-aid, unknown-agent,
+    not-registered, hub-unavailable, invalid-message, invalid-params, task-not-found,
+    task-terminal, task-not-waiting, task-not-cancelable."""
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def now_stamp() -> str:
+    """A status timestamp (RFC 3339, UTC) as A2A writes it."""
+    return format_timestamp(datetime.now(UTC))
+
+
+def text_message(text: str, *, role: str, context_id: str, task_id: str) -> dict[str, Any]:
+    return {"messageId": new_id(), "contextId": context_id, "taskId": task_id, "role": role,
+            "parts": [{"text": text}]}
+
+
+def state_of(task: dict[str, Any]) -> TaskState:
+    return TaskState(task["status"]["state"])
+
+
+def set_status(task: dict[str, Any], state: TaskState, *,
+               message: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Replace the task's status; a status message also joins the history."""
+    status: dict[str, Any] = {"state": state.value, "timestamp": now_stamp()}
+    if message is not None:
+        status["message"] = message
+        add_to_history(task, message)
+    task["status"] = status
+    return status
+
+
+def add_to_history(task: dict[str, Any], message: dict[str, Any]) -> None:
+    history = task.setdefault("history", [])
+    if all(earlier.get("messageId") != message.get("messageId") for earlier in history):
+        history.append(message)
+
+
+def set_meta(task: dict[str, Any], *, reason: Reason | None | bool = False,
+             effect: EffectStatus | None = None, state_seq: int | None = None,
+             receipt_verified: bool | None = None) -> None:
+    """Set the anet.* metadata keys given; ``reason=None`` removes anet.reason."""
+    metadata = task.setdefault("metadata", {})
+    if reason is None:
+        metadata.pop(REASON, None)
+    elif reason is not False:
+        metadata[REASON] = Reason(reason).value
+    if effect is not None:
+        metadata[EFFECT_STATUS] = effect.value
+    if state_seq is not None:
+        metadata[STATE_SEQ] = state_seq
+    if receipt_verified is not None:
+        metadata[RECEIPT_VERIFIED] = receipt_verified
+
+
+def anet_metadata(task: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in task.get("metadata", {}).items()
+            if key.startswith("anet.")}
+
+
+def status_event(task: dict[str, Any]) -> dict[str, Any]:
+    """A2A StreamResponse ``statusUpdate`` for the task's current status, with anet.* metadata."""
+    return {"statusUpdate": {"taskId": task["id"], "contextId": task["contextId"],
+                             "status": task["status"], "metadata": anet_metadata(task)}}
+
+
+def artifact_event(task: dict[str, Any], artifact: dict[str, Any], *, append: bool,
+                   last_chunk: bool) -> dict[str, Any]:
+    event: dict[str, Any] = {"taskId": task["id"], "contextId": task["contextId"],
+                             "artifact": artifact}
+    if append:
+        event["append"] = True
+    if last_chunk:
+        event["lastChunk"] = True
+    return {"artifactUpdate": event}
+
+
+def apply_artifact(task: dict[str, Any], artifact: dict[str, Any], *, append: bool) -> None:
+    """Add an artifact, replace the one with its id, or (``append``) extend that one's parts."""
+    artifacts = task.setdefault("artifacts", [])
+    for index, existing in enumerate(artifacts):
+        if existing["artifactId"] == artifact["artifactId"]:
+            if append:
+                artifacts[index] = existing | {"parts": existing["parts"] + artifact["parts"]}
+            else:
+                artifacts[index] = artifact
+            return
+    artifacts.append(artifact)
+
+
+@dataclass
+class Effects:
+    """What to do once a transaction committed: evidence records, events, background work."""
+
+    evidence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    events: list[tuple[str, list[dict[str, Any]], bool]] = field(default_factory=list)
+    background: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    send: bool = False
+
+    def record(self, kind: str, **data: Any) -> None:
+        self.evidence.append((kind, data))
+
+    def publish(self, task: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        self.events.append((task["id"], events, state_of(task).is_terminal))
+
+    def merge(self, other: Effects) -> None:
+        self.evidence += other.evidence
+        self.events += other.events
+        self.background += other.background
+        self.send = self.send or other.send
+
+
+@dataclass
+class Services:
+    """What the parts of the task layer share once the layer runs."""
+
+    events: TaskEvents
+    evidence: EvidenceChain
+    wake_outbox: Callable[[], None]
+    start_background: Callable[[Callable[[], Awaitable[None]]], None]
+
+    async def run(self, effects: Effects) -> None:
+        """Carry out the effects of a committed transaction, in this order."""
+        for task_id, events, terminal in effects.events:
+            self.events.publish(task_id, events, terminal=terminal)
+        if effects.send:
+            self.wake_outbox()
+        for work in effects.background:
+            self.start_background(work)
+        for kind, data in effects.evidence:
+            try:
+                await asyncio.to_thread(self.evidence.append, kind, data)
+            except Exception:  # noqa: BLE001 - a full disk must not undo a committed task
+                log.exception("could not record %s in the evidence chain", kind)

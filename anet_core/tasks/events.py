@@ -1,0 +1,87 @@
+"""Subscriptions to a task's events: the snapshot first, then every change, in order.
+
+Everything runs on the event loop and a subscription is registered in the same synchronous
+step that reads the snapshot, so no event can fall between the two. Each subscriber has its own
+unbounded queue: a slow reader delays nobody, and one that goes away only removes its queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from typing import Any
+
+from anet_core.wire import TaskState
+
+_END = object()
+
+
+class TaskSubscription:
+    """An async iterator of A2A StreamResponse objects (``{"task": ...}``, ``{"statusUpdate":
+    ...}``, ``{"artifactUpdate": ...}``) that ends after a terminal state.
+
+    ``snapshot`` is the task as it was when the subscription began (also the first event).
+    Leaving the ``async for`` early, or calling :meth:`close`, detaches without touching the task.
+    """
+
+    def __init__(self, broker: TaskEvents, task_id: str, snapshot: dict[str, Any]) -> None:
+        self._broker = broker
+        self.task_id = task_id
+        self.snapshot = snapshot
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._queue.put_nowait({"task": snapshot})
+        if TaskState(snapshot["status"]["state"]).is_terminal:
+            self._queue.put_nowait(_END)
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[dict[str, Any]]:
+        try:
+            while True:
+                event = await self._queue.get()
+                if event is _END:
+                    return
+                yield event  # type: ignore[misc]
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._broker.detach(self)
+
+    def put(self, events: list[dict[str, Any]], *, last: bool) -> None:
+        for event in events:
+            self._queue.put_nowait(event)
+        if last:
+            self._queue.put_nowait(_END)
+
+
+class TaskEvents:
+    """Fan-out of task events to every current subscriber of that task."""
+
+    def __init__(self) -> None:
+        self._subscribers: defaultdict[str, set[TaskSubscription]] = defaultdict(set)
+
+    def subscribe(self, task_id: str, snapshot: dict[str, Any]) -> TaskSubscription:
+        subscription = TaskSubscription(self, task_id, snapshot)
+        if not TaskState(snapshot["status"]["state"]).is_terminal:
+            self._subscribers[task_id].add(subscription)
+        return subscription
+
+    def detach(self, subscription: TaskSubscription) -> None:
+        subscribers = self._subscribers.get(subscription.task_id)
+        if subscribers is not None:
+            subscribers.discard(subscription)
+            if not subscribers:
+                del self._subscribers[subscription.task_id]
+
+    def publish(self, task_id: str, events: list[dict[str, Any]], *, terminal: bool) -> None:
+        """Hand ``events`` to every subscriber; after a terminal state their streams end."""
+        subscribers = self._subscribers.pop(task_id, set()) if terminal \
+            else self._subscribers.get(task_id, set())
+        for subscription in list(subscribers):
+            subscription.put(events, last=terminal)
+
+    def waiting(self, task_id: str) -> int:
+        return len(self._subscribers.get(task_id, ()))

@@ -1,0 +1,107 @@
+"""Incoming envelopes: open, check, persist, dispatch, in that order.
+
+The hub acknowledges an envelope (and forgets it) when the receiver returns, so the receiver
+returns only after the envelope's effect is committed, and raises only when trying again later
+can help (the hub could not describe the sender). Every envelope that is refused is logged
+with its id, its sender and the reason, and acknowledged: it can never become valid.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from anet_core.envelope import (
+    DEFAULT_MAX_AGE_S,
+    MAX_FUTURE_SKEW_S,
+    EnvelopeError,
+    open_envelope,
+    peek_header,
+)
+from anet_core.identity import VerifiedHistory
+from anet_core.network import HubError
+from anet_core.store import Store
+from anet_core.tasks.common import Effects
+from anet_core.tasks.protocol import TASK_BODY, TaskCancel, TaskMessage, TaskUpdate
+
+if TYPE_CHECKING:
+    from anet_core.node import Node
+    from anet_core.tasks.provider import Provider
+    from anet_core.tasks.requester import Requester
+
+log = logging.getLogger("anet.tasks.inbound")
+
+SEEN_ID_LIFETIME_S = DEFAULT_MAX_AGE_S + MAX_FUTURE_SKEW_S
+"""An envelope id is remembered as long as the envelope could still be opened."""
+
+
+class EnvelopeReceiver:
+    def __init__(self, node: Node, store: Store, requester: Requester, provider: Provider,
+                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+        self._node = node
+        self._store = store
+        self._requester = requester
+        self._provider = provider
+        self._run_effects = run_effects
+
+    async def __call__(self, envelope: dict[str, Any]) -> None:
+        try:
+            header = peek_header(envelope)
+        except EnvelopeError as error:
+            self._refuse("?", "?", error.reason, str(error))
+            return
+        if header.recipient != self._node.aid:
+            self._refuse(header.id, header.sender, "misaddressed",
+                         f"addressed to {header.recipient}")
+            return
+        if self._store.was_seen(header.id):
+            self._refuse(header.id, header.sender, "replayed", "this envelope id was opened before")
+            return
+        try:
+            peer = await self._node.hub.peer(header.sender)
+        except HubError as error:
+            if error.reason in {"unknown-agent", "unknown-recipient"}:
+                self._refuse(header.id, header.sender, "unknown-sender", error.message)
+                return
+            raise  # the hub keeps the envelope and delivers it again
+        history = getattr(peer, "history", None)
+        if not isinstance(history, VerifiedHistory):
+            self._refuse(header.id, header.sender, "unknown-key",
+                         "the hub gave no verified key history for the sender")
+            return
+        try:
+            opened = open_envelope(envelope, self._node.identity, history)
+        except EnvelopeError as error:
+            self._refuse(header.id, header.sender, error.reason, str(error))
+            return
+        try:
+            body = TASK_BODY.validate_python(opened.body)
+        except ValidationError as error:
+            first = error.errors()[0]
+            self._refuse(opened.id, opened.sender, "malformed-body",
+                         f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}")
+            with self._store.transaction():
+                self._store.mark_seen(opened.id, opened.sender, opened.ts / 1000 + SEEN_ID_LIFETIME_S)
+            return
+        with self._store.transaction():
+            if not self._store.mark_seen(opened.id, opened.sender,
+                                         opened.ts / 1000 + SEEN_ID_LIFETIME_S):
+                self._refuse(opened.id, opened.sender, "replayed", "opened meanwhile")
+                return
+            effects = self._dispatch(opened.sender, history, body)
+        await self._run_effects(effects)
+
+    def _dispatch(self, sender: str, history: VerifiedHistory,
+                  body: TaskMessage | TaskCancel | TaskUpdate) -> Effects:
+        if isinstance(body, TaskMessage):
+            return self._provider.on_message(sender, body)
+        if isinstance(body, TaskCancel):
+            return self._provider.on_cancel(sender, body)
+        return self._requester.on_update(sender, history, body)
+
+    @staticmethod
+    def _refuse(envelope_id: str, sender: str, reason: str, detail: str) -> None:
+        log.warning("refused envelope %s from %s: %s: %s", envelope_id, sender, reason, detail)

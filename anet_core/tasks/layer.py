@@ -1,0 +1,164 @@
+"""The task layer of a running node (``node.tasks``): both sides, the outbox and the loops."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from anet_core.identity import check_aid
+from anet_core.store import InboundPolicy, Store
+from anet_core.tasks.common import Services, TaskError
+from anet_core.tasks.events import TaskEvents, TaskSubscription
+from anet_core.tasks.inbound import EnvelopeReceiver
+from anet_core.tasks.outbox import Outbox
+from anet_core.tasks.provider import Provider
+from anet_core.tasks.requester import Requester
+from anet_core.wire import TaskState
+
+if TYPE_CHECKING:
+    from anet_core.node import Node
+
+log = logging.getLogger("anet.tasks")
+
+SEEN_PURGE_INTERVAL_S = 3600.0
+MAX_SILENCE_CHECK_S = 30.0
+STOP_TIMEOUT_S = 5.0
+
+
+class TaskLayer:
+    """Requester API (``send``, ``get``, ``list``, ``cancel``, ``subscribe``) and the
+    operator's provider API (``provider``: inbox, reply, reject; policy and trust list here)."""
+
+    def __init__(self, node: Node, store: Store) -> None:
+        self._node = node
+        self._store = store
+        self.events = TaskEvents()
+        self._background: set[asyncio.Task[None]] = set()
+        self._services = Services(events=self.events, evidence=node.evidence,
+                                  wake_outbox=lambda: self.outbox.wake(),
+                                  start_background=self._start)
+        self.requester = Requester(node, store, self.events, self._services.run)
+        self.provider = Provider(node, store, self._services.run)
+        self.outbox = Outbox(node, store, on_refused=self.requester.on_refused,
+                             on_accepted=self.requester.on_accepted,
+                             run_effects=self._services.run)
+        self.receiver = EnvelopeReceiver(node, store, self.requester, self.provider,
+                                         self._services.run)
+
+    # --- requester API (see Requester for the rules) ----------------------------------------
+
+    async def send(self, aid: str, message: dict[str, Any], *,
+                   skill: str | None = None) -> dict[str, Any]:
+        return await self.requester.send(aid, message, skill=skill)
+
+    def get(self, aid: str | None, task_id: str) -> dict[str, Any]:
+        return self.requester.get(aid, task_id)
+
+    def list(self, aid: str | None = None, *, context_id: str | None = None,
+             state: TaskState | str | None = None, since: datetime | str | float | None = None,
+             page_size: int = 50, page_token: str = "", history_length: int | None = None,
+             include_artifacts: bool = False) -> dict[str, Any]:
+        return self.requester.list(aid, context_id=context_id, state=state, since=since,
+                                   page_size=page_size, page_token=page_token,
+                                   history_length=history_length,
+                                   include_artifacts=include_artifacts)
+
+    async def cancel(self, aid: str | None, task_id: str) -> dict[str, Any]:
+        return await self.requester.cancel(aid, task_id)
+
+    def subscribe(self, aid: str | None, task_id: str) -> TaskSubscription:
+        return self.requester.subscribe(aid, task_id)
+
+    # --- inbound policy and trust list -------------------------------------------------------
+
+    @property
+    def policy(self) -> InboundPolicy:
+        return self._store.inbound_policy
+
+    def set_policy(self, policy: InboundPolicy | str) -> InboundPolicy:
+        try:
+            chosen = InboundPolicy(policy)
+        except ValueError:
+            raise TaskError("invalid-params", f"{policy!r} is not an inbound policy",
+                            hint="use closed, trusted or open") from None
+        with self._store.transaction():
+            self._store.set_inbound_policy(chosen)
+        log.info("inbound policy set to %s", chosen.value)
+        return chosen
+
+    def trust(self, aid: str) -> bool:
+        with self._store.transaction():
+            return self._store.trust(_valid_aid(aid))
+
+    def distrust(self, aid: str) -> bool:
+        with self._store.transaction():
+            return self._store.distrust(_valid_aid(aid))
+
+    def trusted(self) -> list[dict[str, Any]]:
+        return [{"aid": aid, "addedAt": added_at} for aid, added_at in self._store.trusted()]
+
+    # --- loops --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Recover what a stop interrupted, take envelopes from the hub, start the loops."""
+        self.provider.move_orphans_to_inbox()
+        self._node.hub.set_receiver(self.receiver)
+        for loop in (self.outbox.run, self._watch_silence, self._forget_old_envelope_ids):
+            self._start(loop)
+
+    async def stop(self) -> None:
+        """Stop the loops and any module still serving a task (it resumes from the inbox)."""
+        tasks = list(self._background)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
+            for task in stuck:
+                log.error("%s did not stop within %.0f s", task.get_name(), STOP_TIMEOUT_S)
+
+    def _start(self, work: Callable[[], Awaitable[None]]) -> None:
+        task = asyncio.ensure_future(work())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _watch_silence(self) -> None:
+        after = self._node.config.node.no_response_after.total_seconds()
+        interval = max(0.05, min(after / 4, MAX_SILENCE_CHECK_S))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._services.run(self.requester.fail_silent_tasks(after, time.time()))
+            except Exception:  # noqa: BLE001 - keep watching
+                log.exception("checking for silent tasks failed")
+
+    async def _forget_old_envelope_ids(self) -> None:
+        while True:
+            with self._store.transaction():
+                forgotten = self._store.forget_expired_envelopes(time.time())
+            if forgotten:
+                log.debug("forgot %d expired envelope ids", forgotten)
+            await asyncio.sleep(SEEN_PURGE_INTERVAL_S)
+
+
+def _valid_aid(aid: str) -> str:
+    try:
+        return check_aid(aid)
+    except ValueError:
+        raise TaskError("invalid-aid", f"{str(aid)[:80]!r} is not an AID",
+                        hint="copy the AID from `anet agents`") from None
+
+
+@asynccontextmanager
+async def open_task_layer(node: Node) -> AsyncIterator[TaskLayer]:
+    """Run the task layer of ``node`` (its store, evidence and hub must be open)."""
+    layer = TaskLayer(node, node.store)
+    layer.start()
+    try:
+        yield layer
+    finally:
+        await layer.stop()

@@ -1,0 +1,120 @@
+"""The outbox: task messages leave only through here, and leave exactly once.
+
+A message is queued in the same transaction as the task change it reports. The sender loop
+seals it on its first attempt (keeping the envelope, so the id never changes), hands it to the
+hub and deletes it once the hub stored it. When the hub is down or refuses for a while, the
+entry waits with exponential backoff; when the hub refuses it for good (too large, unknown
+recipient) the owning side is told through ``on_refused``, which fails the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+from anet_core.envelope import seal
+from anet_core.network import HubError, JoinState
+from anet_core.store import OutboxEntry, Store
+from anet_core.tasks.common import Effects
+
+if TYPE_CHECKING:
+    from anet_core.node import Node
+
+log = logging.getLogger("anet.tasks.outbox")
+
+PERMANENT_REFUSALS = frozenset({"unknown-agent", "unknown-recipient", "too-large",
+                                "envelope-too-large", "malformed", "misaddressed"})
+"""Hub refusals that no retry can cure; anything else (unreachable, rate limits) is retried."""
+FIRST_RETRY_S = 0.5
+MAX_RETRY_S = 60.0
+IDLE_CHECK_S = 1.0
+"""Also wake this often: the hub may have come back without anyone queuing anything."""
+
+RefusalHandler = Callable[[OutboxEntry, HubError], Effects]
+AcceptanceHandler = Callable[[OutboxEntry], Effects]
+
+
+def retry_delay(attempts: int) -> float:
+    """Exponential backoff with jitter, so many nodes do not return to a hub in step."""
+    return min(MAX_RETRY_S, FIRST_RETRY_S * 2 ** attempts) * random.uniform(0.8, 1.2)
+
+
+class Outbox:
+    def __init__(self, node: Node, store: Store, *, on_refused: RefusalHandler,
+                 on_accepted: AcceptanceHandler,
+                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+        self._node = node
+        self._store = store
+        self._on_refused = on_refused
+        self._on_accepted = on_accepted
+        self._run_effects = run_effects
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Send what is due, then sleep until woken, until the next retry, or a second."""
+        while True:
+            self._wake.clear()
+            if self._node.hub.status.state is JoinState.REGISTERED:
+                try:
+                    await self.flush()
+                except Exception:  # noqa: BLE001 - the loop must outlive any one failure
+                    log.exception("the outbox could not send; retrying")
+            next_at = self._store.outbox_next_attempt()
+            delay = IDLE_CHECK_S if next_at is None else min(IDLE_CHECK_S,
+                                                             max(0.0, next_at - time.time()))
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel that
+            # arrives as the event fires, and the loop would then never stop.
+            with suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+
+    async def flush(self) -> None:
+        """Send due entries in order; stop at the first that must wait, keeping the order."""
+        for entry in self._store.outbox_due(time.time()):
+            if not await self._send(entry):
+                return
+
+    async def _send(self, entry: OutboxEntry) -> bool:
+        hub = self._node.hub
+        try:
+            envelope = entry.envelope
+            if envelope is None:
+                peer = await hub.peer(entry.peer_aid)
+                if not peer.encryption_key:
+                    raise HubError("unknown-agent", f"{entry.peer_aid} has no verified encryption key")
+                envelope = seal(self._node.identity, entry.peer_aid, peer.encryption_key, entry.body)
+                self._store.outbox_sealed(entry.seq, envelope)
+            await hub.send(envelope)
+        except HubError as error:
+            if error.reason in PERMANENT_REFUSALS:
+                log.warning("the hub refused envelope %s of task %s for good: %s (%s)",
+                            entry.envelope["id"] if entry.envelope else "(unsealed)",
+                            entry.task_id, error.reason, error.message)
+                await self._finish(entry, lambda: self._on_refused(entry, error))
+                return True
+            delay = retry_delay(entry.attempts)
+            log.info("task %s: the hub did not take the message (%s); retrying in %.1f s",
+                     entry.task_id, error.reason, delay)
+            self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)
+            return False
+        except ValueError as error:  # seal: oversize body or unusable key, no retry helps
+            log.warning("task %s: cannot seal the message: %s", entry.task_id, error)
+            refusal = HubError("too-large", str(error))
+            await self._finish(entry, lambda: self._on_refused(entry, refusal))
+            return True
+        await self._finish(entry, lambda: self._on_accepted(entry))
+        return True
+
+    async def _finish(self, entry: OutboxEntry, outcome: Callable[[], Effects]) -> None:
+        with self._store.transaction():
+            self._store.outbox_done(entry.seq)
+            effects = outcome()
+        await self._run_effects(effects)

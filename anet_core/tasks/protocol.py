@@ -1,0 +1,152 @@
+"""The task messages nodes send each other, as the ``body`` of sealed envelopes.
+
+Every body has a ``type``; ``docs/protocol.md`` ("Task messages") describes each one. Bodies are
+validated here, at the edge, and handled as these models inside. A2A objects inside them
+(messages, statuses, artifacts) are kept as the raw wire JSON the sender wrote, because the
+receipt hashes exactly those bytes; they are checked with the wire models without being
+re-serialised.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from anet_core.wire import Artifact, Message, TaskState, TaskStatus
+
+TASK_ID_PATTERN = re.compile(r"\A[A-Za-z0-9_-]{8,64}\Z")
+"""Task ids are made by the requester's node (uuid4 hex); anything else is refused."""
+MAX_ID_LENGTH = 200
+"""contextId and messageId come from A2A clients; bound them so keys stay small."""
+
+
+class Reason(StrEnum):
+    """Values of ``anet.reason``: why a task was refused, failed, or waits."""
+
+    REJECTED_BY_POLICY = "rejected_by_policy"
+    NOT_TRUSTED = "not_trusted"
+    REJECTED_BY_PROVIDER = "rejected_by_provider"
+    QUEUED_FOR_OPERATOR = "queued_for_operator"
+    PROVIDER_FAILED = "provider_failed"
+    PROVIDER_RESTARTED = "provider_restarted"
+    NO_RESPONSE = "no_response"
+    UNKNOWN_AGENT = "unknown_agent"
+    HUB_REFUSED = "hub_refused"
+    CANCELED_BY_REQUESTER = "canceled_by_requester"
+    TASK_ID_CONFLICT = "task_id_conflict"
+    TASK_NOT_FOUND = "task_not_found"
+    TASK_CLOSED = "task_closed"
+    INVALID_MESSAGE = "invalid_message"
+
+
+class EffectStatus(StrEnum):
+    """Values of ``anet.effect_status``: can the remote side have acted on the task?"""
+
+    NONE = "none"
+    POSSIBLE = "possible"
+    DONE = "done"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    task_id: str = Field(alias="taskId")
+    context_id: str = Field(alias="contextId", min_length=1, max_length=MAX_ID_LENGTH)
+
+    @field_validator("task_id")
+    @classmethod
+    def _task_id_shape(cls, value: str) -> str:
+        if not TASK_ID_PATTERN.match(value):
+            raise ValueError(f"taskId {value[:80]!r} is not 8-64 characters of [A-Za-z0-9_-]")
+        return value
+
+
+def _check_wire(model: type[BaseModel], value: dict[str, Any]) -> dict[str, Any]:
+    model.model_validate(value)  # raises ValidationError naming the field
+    return value
+
+
+class TaskMessage(_Body):
+    """Requester → provider: a message that opens a task or continues one (multi-turn)."""
+
+    type: Literal["task.message"] = "task.message"
+    message: dict[str, Any]
+    skill: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+
+    @field_validator("message")
+    @classmethod
+    def _a2a_message(cls, value: dict[str, Any]) -> dict[str, Any]:
+        _check_wire(Message, value)
+        if len(str(value.get("messageId", ""))) > MAX_ID_LENGTH:
+            raise ValueError(f"messageId is longer than {MAX_ID_LENGTH} characters")
+        return value
+
+    @property
+    def message_id(self) -> str:
+        return str(self.message["messageId"])
+
+
+class TaskCancel(_Body):
+    """Requester → provider: stop working on the task."""
+
+    type: Literal["task.cancel"] = "task.cancel"
+
+
+class ArtifactChunk(BaseModel):
+    """One artifact event inside a non-terminal update (A2A TaskArtifactUpdateEvent fields)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    artifact: dict[str, Any]
+    append: bool = False
+    last_chunk: bool = Field(default=True, alias="lastChunk")
+
+    @field_validator("artifact")
+    @classmethod
+    def _a2a_artifact(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _check_wire(Artifact, value)
+
+
+class TaskUpdate(_Body):
+    """Provider → requester: the task's state changed, or artifacts were produced.
+
+    ``stateSeq`` counts the provider's updates of this task from 1. A terminal update carries
+    the complete final ``artifacts`` and the provider's signed ``receipt``; a non-terminal one
+    carries the new artifact chunks in ``artifactChunks``.
+    """
+
+    type: Literal["task.update"] = "task.update"
+    state_seq: int = Field(alias="stateSeq", ge=1)
+    status: dict[str, Any]
+    artifact_chunks: list[ArtifactChunk] = Field(default_factory=list, alias="artifactChunks")
+    artifacts: list[dict[str, Any]] | None = None
+    receipt: dict[str, Any] | None = None
+    reason: Reason | None = None
+
+    @field_validator("status")
+    @classmethod
+    def _a2a_status(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _check_wire(TaskStatus, value)
+
+    @field_validator("artifacts")
+    @classmethod
+    def _a2a_artifacts(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for artifact in value or ():
+            _check_wire(Artifact, artifact)
+        return value
+
+    @property
+    def state(self) -> TaskState:
+        return TaskState(self.status["state"])
+
+
+TaskBody = Annotated[TaskMessage | TaskCancel | TaskUpdate, Field(discriminator="type")]
+TASK_BODY = TypeAdapter(TaskBody)
+
+
+def wire_body(body: TaskMessage | TaskCancel | TaskUpdate) -> dict[str, Any]:
+    """The JSON object sealed into an envelope (camelCase, unset optional fields left out)."""
+    return body.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -1,0 +1,312 @@
+"""The provider side: who may send this node tasks, and how accepted tasks are served.
+
+The inbound policy and the trust list decide acceptance. An accepted task goes to the first
+module whose ``anet_take_task`` claims it, else it waits in the operator's inbox. Every change
+is sent back as a ``task.update`` numbered by ``stateSeq``; the terminal one carries a signed
+receipt over the result.
+
+A module's ``serve`` does not survive a restart: tasks it was serving move to the inbox when
+the node starts again, so the operator can finish them (nothing is lost, nothing done twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from anet_core.records import InboundTask, TaskClaim
+from anet_core.store import InboundPolicy, Store, StoredTask, TaskRole
+from anet_core.tasks.common import (
+    Effects,
+    TaskError,
+    add_to_history,
+    apply_artifact,
+    new_id,
+    set_meta,
+    set_status,
+    state_of,
+    text_message,
+)
+from anet_core.tasks.protocol import (
+    ArtifactChunk,
+    EffectStatus,
+    Reason,
+    TaskCancel,
+    TaskMessage,
+    TaskUpdate,
+    wire_body,
+)
+from anet_core.tasks.receipts import issue_receipt
+from anet_core.tasks.responder import Responder
+from anet_core.wire import TaskState
+
+if TYPE_CHECKING:
+    from anet_core.node import Node
+
+log = logging.getLogger("anet.tasks.provider")
+
+REJECTION_NOTES = {
+    Reason.REJECTED_BY_POLICY: "This agent accepts no tasks at the moment.",
+    Reason.NOT_TRUSTED: "This agent accepts tasks only from agents on its trust list.",
+}
+
+
+class Provider:
+    def __init__(self, node: Node, store: Store,
+                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+        self._node = node
+        self._store = store
+        self._run_effects = run_effects
+        self._responders: dict[str, Responder] = {}
+
+    # --- inbound messages (called inside the receiving transaction) ---------------------------
+
+    def on_message(self, sender: str, body: TaskMessage) -> Effects:
+        effects = Effects()
+        if self._store.message_task(TaskRole.PROVIDER, sender, body.context_id, body.message_id):
+            log.info("dropped a repeated message %s from %s", body.message_id, sender)
+            return effects
+        stored = self._store.get_task(body.task_id)
+        if stored is None:
+            return self._new_task(sender, body)
+        if stored.role is not TaskRole.PROVIDER or stored.peer_aid != sender \
+                or stored.context_id != body.context_id:
+            log.warning("refused a message from %s for task %s: the id belongs to another task",
+                        sender, body.task_id)
+            return effects
+        if not state_of(stored.task).is_interrupted:
+            log.warning("refused a message from %s for task %s: the task is %s, not waiting "
+                        "for input", sender, stored.id, stored.state)
+            return effects
+        return self._continue(stored, body)
+
+    def on_cancel(self, sender: str, body: TaskCancel) -> Effects:
+        effects = Effects()
+        stored = self._store.get_task(body.task_id, role=TaskRole.PROVIDER, peer_aid=sender)
+        if stored is None or state_of(stored.task).is_terminal:
+            log.info("cancel from %s for task %s: nothing to cancel", sender, body.task_id)
+            return effects
+        self._emit(stored, TaskState.TASK_STATE_CANCELED, effects,
+                   reason=Reason.CANCELED_BY_REQUESTER, final_artifacts=[])
+        return effects
+
+    def _new_task(self, sender: str, body: TaskMessage) -> Effects:
+        effects = Effects()
+        trusted = self._store.is_trusted(sender)
+        refusal = self._refusal(trusted)
+        now = time.time()
+        task: dict[str, Any] = {"id": body.task_id, "contextId": body.context_id,
+                                "history": [body.message]}
+        set_status(task, TaskState.TASK_STATE_SUBMITTED)
+        set_meta(task, state_seq=0)
+        stored = StoredTask(id=body.task_id, role=TaskRole.PROVIDER, peer_aid=sender,
+                            context_id=body.context_id, state=TaskState.TASK_STATE_SUBMITTED.value,
+                            state_seq=0, skill=body.skill, task=task, receipt=None,
+                            served_by=None, created_at=now, updated_at=now, last_heard_at=now)
+        self._store.insert_task(stored)
+        self._store.add_message(TaskRole.PROVIDER, sender, body.context_id, body.message_id,
+                                body.task_id)
+        if refusal is not None:
+            log.info("rejected task %s from %s: %s", body.task_id, sender, refusal.value)
+            note = text_message(REJECTION_NOTES[refusal], role="ROLE_AGENT",
+                                context_id=body.context_id, task_id=body.task_id)
+            self._emit(stored, TaskState.TASK_STATE_REJECTED, effects, message=note,
+                       reason=refusal, final_artifacts=[])
+            effects.record("task.rejected", taskId=body.task_id, peer=sender,
+                           reason=refusal.value)
+            return effects
+        effects.record("task.accepted", taskId=body.task_id, peer=sender, trusted=trusted,
+                       skill=body.skill)
+        inbound = InboundTask(task_id=body.task_id, context_id=body.context_id, peer_aid=sender,
+                              trusted=trusted, skill=body.skill, message=body.message)
+        claim = self._claim(inbound)
+        if claim is None:
+            self._to_inbox(stored, effects)
+        else:
+            stored.served_by = claim.module
+            self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
+            responder = Responder(self, inbound)
+            self._responders[stored.id] = responder
+            effects.background.append(lambda: self._serve(claim, inbound, responder))
+        return effects
+
+    def _continue(self, stored: StoredTask, body: TaskMessage) -> Effects:
+        effects = Effects()
+        add_to_history(stored.task, body.message)
+        self._store.add_message(TaskRole.PROVIDER, stored.peer_aid, stored.context_id,
+                                body.message_id, stored.id)
+        responder = self._responders.get(stored.id)
+        if responder is None:
+            self._to_inbox(stored, effects)
+        else:
+            self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
+            message = body.message
+
+            async def deliver() -> None:
+                responder.deliver(message)
+
+            effects.background.append(deliver)
+        return effects
+
+    def _refusal(self, trusted: bool) -> Reason | None:
+        policy = self._store.inbound_policy
+        if policy is InboundPolicy.CLOSED:
+            return Reason.REJECTED_BY_POLICY
+        if policy is InboundPolicy.TRUSTED and not trusted:
+            return Reason.NOT_TRUSTED
+        return None
+
+    def _claim(self, inbound: InboundTask) -> TaskClaim | None:
+        try:
+            return self._node.plugins.hook.anet_take_task(node=self._node, task=inbound)
+        except Exception:  # noqa: BLE001 - a broken module leaves the task to the operator
+            log.exception("anet_take_task failed for task %s; it goes to the inbox",
+                          inbound.task_id)
+            return None
+
+    def _to_inbox(self, stored: StoredTask, effects: Effects) -> None:
+        stored.served_by = None
+        self._store.to_inbox(stored.id)
+        self._emit(stored, TaskState.TASK_STATE_SUBMITTED, effects,
+                   reason=Reason.QUEUED_FOR_OPERATOR)
+
+    async def _serve(self, claim: TaskClaim, inbound: InboundTask, responder: Responder) -> None:
+        try:
+            await claim.serve(inbound, responder)
+        except asyncio.CancelledError:
+            raise  # the node stops; the task moves to the inbox when it starts again
+        except Exception as error:  # noqa: BLE001 - report it to the requester, keep the node
+            log.exception("module %s failed on task %s", claim.module, inbound.task_id)
+            await responder.fail(f"the agent's module failed: {type(error).__name__}")
+        else:
+            # A module that returns while its question is open leaves the answer to the
+            # operator: the requester's reply goes to the inbox.
+            if not responder.ended and not self._waits_for_input(inbound.task_id):
+                await responder.fail("the agent's module ended without an answer")
+        finally:
+            self._responders.pop(inbound.task_id, None)
+
+    def _waits_for_input(self, task_id: str) -> bool:
+        stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+        return stored is not None and state_of(stored.task).is_interrupted
+
+    # --- the operator's path and the responder's reports --------------------------------------
+
+    def inbox(self) -> list[dict[str, Any]]:
+        """Tasks waiting for the operator, oldest first, with the requester's AID."""
+        return [stored.task | {"peer": stored.peer_aid, "skill": stored.skill}
+                for stored in self._store.inbox()]
+
+    def received(self, task_id: str) -> dict[str, Any] | None:
+        """A task this node received (in the inbox or not), with the requester's AID."""
+        stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+        return None if stored is None else stored.task | {"peer": stored.peer_aid,
+                                                           "skill": stored.skill}
+
+    async def reply(self, task_id: str, text: str, *, input_required: bool = False) -> dict[str, Any]:
+        """Answer an inbox task: complete it with ``text`` as its artifact, or ask for input."""
+        stored = self._inbox_task(task_id)
+        effects = Effects()
+        with self._store.transaction():
+            if input_required:
+                question = text_message(text, role="ROLE_AGENT", context_id=stored.context_id,
+                                        task_id=stored.id)
+                self._emit(stored, TaskState.TASK_STATE_INPUT_REQUIRED, effects, message=question)
+            else:
+                answer = {"artifactId": new_id(), "name": "reply", "parts": [{"text": text}]}
+                self._emit(stored, TaskState.TASK_STATE_COMPLETED, effects,
+                           final_artifacts=[answer])
+        await self._run_effects(effects)
+        return stored.task
+
+    async def reject(self, task_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Refuse an inbox task; ``reason`` is shown to the requester."""
+        stored = self._inbox_task(task_id)
+        note = text_message(reason or "The operator declined this task.", role="ROLE_AGENT",
+                            context_id=stored.context_id, task_id=stored.id)
+        effects = Effects()
+        with self._store.transaction():
+            self._emit(stored, TaskState.TASK_STATE_REJECTED, effects, message=note,
+                       reason=Reason.REJECTED_BY_PROVIDER, final_artifacts=[])
+            effects.record("task.rejected", taskId=stored.id, peer=stored.peer_aid,
+                           reason=Reason.REJECTED_BY_PROVIDER.value)
+        await self._run_effects(effects)
+        return stored.task
+
+    async def report(self, task_id: str, state: TaskState, *, message: dict[str, Any] | None,
+                     chunks: list[ArtifactChunk], final_artifacts: list[dict[str, Any]] | None,
+                     reason: Reason | None) -> None:
+        """A responder's report, persisted and queued for the requester."""
+        effects = Effects()
+        with self._store.transaction():
+            stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+            if stored is None or state_of(stored.task).is_terminal:
+                return
+            self._emit(stored, state, effects, message=message, chunks=chunks,
+                       final_artifacts=final_artifacts, reason=reason)
+        await self._run_effects(effects)
+
+    def move_orphans_to_inbox(self) -> int:
+        """At start: tasks a module was serving when the node stopped go to the operator."""
+        moved = 0
+        for stored in self._store.tasks_in_states(TaskRole.PROVIDER, _OPEN_STATES):
+            if stored.served_by is not None and not self._store.in_inbox(stored.id):
+                log.info("task %s was served by %s when the node stopped; it waits in the inbox",
+                         stored.id, stored.served_by)
+                with self._store.transaction():
+                    stored.served_by = None
+                    self._store.to_inbox(stored.id)
+                    self._store.save_task(stored)
+                moved += 1
+        return moved
+
+    def _inbox_task(self, task_id: str) -> StoredTask:
+        stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+        if stored is None or not self._store.in_inbox(task_id):
+            raise TaskError("task-not-found", f"no task {task_id!r} waits in the inbox",
+                            hint="`anet inbox` lists the tasks waiting for you")
+        if state_of(stored.task).is_terminal:
+            raise TaskError("task-terminal", f"task {task_id} has already ended")
+        return stored
+
+    def _emit(self, stored: StoredTask, state: TaskState, effects: Effects, *,
+              message: dict[str, Any] | None = None, chunks: list[ArtifactChunk] | None = None,
+              final_artifacts: list[dict[str, Any]] | None = None,
+              reason: Reason | None = None) -> None:
+        """Change the task, and queue the update that tells the requester (in the transaction)."""
+        task = stored.task
+        status = set_status(task, state, message=message)
+        for chunk in chunks or ():
+            apply_artifact(task, chunk.artifact, append=chunk.append)
+        stored.state_seq += 1
+        stored.state, stored.updated_at = state.value, time.time()
+        set_meta(task, state_seq=stored.state_seq, reason=reason)
+        update: dict[str, Any] = {"task_id": stored.id, "context_id": stored.context_id,
+                                  "state_seq": stored.state_seq, "status": status,
+                                  "artifact_chunks": chunks or [], "reason": reason}
+        if state.is_terminal:
+            for artifact in final_artifacts or ():
+                apply_artifact(task, artifact, append=False)
+            artifacts = task.get("artifacts", [])
+            set_meta(task, effect=EffectStatus.DONE if state is TaskState.TASK_STATE_COMPLETED
+                     else None)
+            stored.receipt = issue_receipt(self._node.identity, task_id=stored.id,
+                                           context_id=stored.context_id,
+                                           requester=stored.peer_aid, status=status,
+                                           artifacts=artifacts, state_seq=stored.state_seq)
+            update |= {"artifact_chunks": [], "artifacts": artifacts, "receipt": stored.receipt}
+            self._store.out_of_inbox(stored.id)
+            responder = self._responders.pop(stored.id, None)
+            if responder is not None:
+                responder.end(cancelled=state is TaskState.TASK_STATE_CANCELED)
+            effects.record("task.answered", taskId=stored.id, peer=stored.peer_aid,
+                           state=state.value, resultHash=stored.receipt["resultHash"])
+        self._store.save_task(stored)
+        self._store.enqueue(stored.peer_aid, wire_body(TaskUpdate(**update)), task_id=stored.id)
+        effects.send = True
+
+
+_OPEN_STATES = {state.value for state in TaskState if not state.is_terminal}

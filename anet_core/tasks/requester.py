@@ -1,0 +1,440 @@
+"""The requester side: local A2A tasks mapped to tasks at remote agents.
+
+Task ids are made here (the remote agent uses the same id). A task's state changes only
+through the provider's updates, applied in ``anet.state_seq`` order, and through what this node
+decides itself: cancel, no answer for ``no_response_after``, a hub that refuses the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from anet_core.identity import VerifiedHistory, is_aid
+from anet_core.network import HubError, JoinState, PeerInfo
+from anet_core.store import OutboxEntry, Store, StoredTask, TaskRole
+from anet_core.tasks.common import (
+    EFFECT_STATUS,
+    Effects,
+    TaskError,
+    add_to_history,
+    apply_artifact,
+    artifact_event,
+    new_id,
+    now_stamp,
+    set_meta,
+    set_status,
+    state_of,
+    status_event,
+    text_message,
+)
+from anet_core.tasks.events import TaskEvents, TaskSubscription
+from anet_core.tasks.protocol import EffectStatus, Reason, TaskCancel, TaskMessage, TaskUpdate, wire_body
+from anet_core.tasks.receipts import check_receipt
+from anet_core.wire import LIST_TASKS_MAX_PAGE_SIZE, Message, Role, TaskState, parse_timestamp
+
+if TYPE_CHECKING:
+    from anet_core.node import Node
+
+log = logging.getLogger("anet.tasks.requester")
+
+WAITING_STATES = {TaskState.TASK_STATE_SUBMITTED.value, TaskState.TASK_STATE_WORKING.value}
+"""States in which the requester waits for the provider (and no_response_after counts)."""
+
+
+class Requester:
+    def __init__(self, node: Node, store: Store, events: TaskEvents,
+                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+        self._node = node
+        self._store = store
+        self._events = events
+        self._run_effects = run_effects
+
+    # --- the API the local A2A endpoint and the CLI use -------------------------------------
+
+    async def send(self, aid: str, message: dict[str, Any], *,
+                   skill: str | None = None) -> dict[str, Any]:
+        """Send an A2A message (wire JSON, role user) to the agent ``aid``; return the task.
+
+        - (contextId, messageId) already sent to ``aid``: the existing task, nothing is sent;
+        - no contextId and no taskId: a new task in a new context (never matched to earlier ones);
+        - a taskId: continues that task when it waits for input (multi-turn);
+        - refused without creating a task when the node is not registered at its hub, when
+          ``aid`` is unknown, or when the message is invalid (:class:`TaskError`).
+        """
+        self._check_aid(aid)
+        parsed = _parse_message(message)
+        continued = self._task_of(aid, parsed.task_id) if parsed.task_id else None
+        if continued is not None and parsed.context_id and parsed.context_id != continued.context_id:
+            raise TaskError("invalid-message",
+                            f"contextId {parsed.context_id!r} is not the context of task "
+                            f"{continued.id} ({continued.context_id!r})",
+                            hint="leave contextId out or give the task's own")
+        context_id = continued.context_id if continued else parsed.context_id
+        if context_id and (earlier := self._repeat(aid, context_id, parsed.message_id)):
+            return earlier
+        status = self._node.hub.status
+        if status.state is not JoinState.REGISTERED:
+            raise TaskError("not-registered", status.sentence,
+                            hint="`anet join <hub-url>` joins a hub; `anet status` shows the state")
+        await self._peer(aid)
+        # Everything from here to the commit is synchronous: a concurrent identical send either
+        # finds this one's key or this one finds its key, never both sending.
+        if context_id and (earlier := self._repeat(aid, context_id, parsed.message_id)):
+            return earlier
+        effects = Effects(send=True)
+        with self._store.transaction():
+            if continued is None:
+                stored = self._create(aid, message, context_id or new_id(), skill, effects)
+            else:
+                stored = self._continue(self._task_of(aid, continued.id), message, effects)
+        await self._run_effects(effects)
+        return stored.task
+
+    def get(self, aid: str | None, task_id: str) -> dict[str, Any]:
+        """The task ``task_id`` of the agent ``aid`` (any agent when None)."""
+        return self._task_of(aid, task_id).task
+
+    def list(self, aid: str | None = None, *, context_id: str | None = None,
+             state: TaskState | str | None = None, since: datetime | str | float | None = None,
+             page_size: int = 50, page_token: str = "", history_length: int | None = None,
+             include_artifacts: bool = False) -> dict[str, Any]:
+        """A2A ListTasksResponse of the tasks sent to ``aid`` (all agents when None), newest first."""
+        if not 1 <= page_size <= LIST_TASKS_MAX_PAGE_SIZE:
+            raise TaskError("invalid-params", f"page size {page_size} is outside "
+                                              f"1..{LIST_TASKS_MAX_PAGE_SIZE}")
+        if history_length is not None and history_length < 0:
+            raise TaskError("invalid-params", f"history length {history_length} is negative")
+        try:
+            page = self._store.list_tasks(
+                TaskRole.REQUESTER, peer_aid=aid, context_id=context_id,
+                state=TaskState(state).value if state else None,
+                updated_since=_epoch(since), page_size=page_size, page_token=page_token)
+        except ValueError as error:
+            raise TaskError("invalid-params", str(error)) from None
+        tasks = [_trimmed(stored.task, history_length, include_artifacts) for stored in page.tasks]
+        return {"tasks": tasks, "nextPageToken": page.next_page_token, "pageSize": page_size,
+                "totalSize": page.total_size}
+
+    async def cancel(self, aid: str | None, task_id: str) -> dict[str, Any]:
+        """Cancel the task here at once and ask the provider to stop; return the task."""
+        stored = self._task_of(aid, task_id)
+        if state_of(stored.task).is_terminal:
+            raise TaskError("task-not-cancelable",
+                            f"task {task_id} is already {_state_word(stored.state)}")
+        effects = Effects()
+        with self._store.transaction():
+            reached_hub = (stored.task["metadata"].get(EFFECT_STATUS) != EffectStatus.NONE
+                           or self._store.outbox_sent_any(task_id))
+            self._store.outbox_withdraw(task_id)
+            if reached_hub:
+                self._store.enqueue(stored.peer_aid, wire_body(TaskCancel(
+                    task_id=task_id, context_id=stored.context_id)), task_id=task_id)
+                effects.send = True
+            effect = EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE
+            self._finish_here(stored, TaskState.TASK_STATE_CANCELED, Reason.CANCELED_BY_REQUESTER,
+                              effect, None, effects)
+        await self._run_effects(effects)
+        return stored.task
+
+    def subscribe(self, aid: str | None, task_id: str) -> TaskSubscription:
+        """Events of the task: first the task as it is now, then its updates in order, ending
+        after a terminal state. Taken in one step with the snapshot: nothing falls between."""
+        stored = self._task_of(aid, task_id)
+        return self._events.subscribe(task_id, stored.task)
+
+    def receipt(self, task_id: str) -> dict[str, Any] | None:
+        """The provider's signed receipt of a finished task (for reviews), if it came."""
+        return self._task_of(None, task_id).receipt
+
+    # --- updates from the provider ----------------------------------------------------------
+
+    def on_update(self, sender: str, history: VerifiedHistory, update: TaskUpdate) -> Effects:
+        """Apply an update in ``anet.state_seq`` order (call inside a transaction).
+
+        A duplicate or older update is dropped. One that comes after a gap waits in the store
+        until the gap fills, except a terminal update: it carries the whole result, so it is
+        applied at once and the waiting ones are dropped.
+        """
+        effects = Effects()
+        stored = self._store.get_task(update.task_id, role=TaskRole.REQUESTER, peer_aid=sender)
+        if stored is None:
+            log.warning("refused an update from %s for task %s: no such task was sent to it",
+                        sender, update.task_id)
+            return effects
+        if update.state_seq <= stored.state_seq:
+            log.debug("task %s: dropped duplicate update %d", stored.id, update.state_seq)
+            return effects
+        if state_of(stored.task).is_terminal:
+            self._late_update(stored, history, update)
+            return effects
+        if update.state_seq > stored.state_seq + 1 and not update.state.is_terminal:
+            log.info("task %s: update %d came before %d; holding it", stored.id,
+                     update.state_seq, stored.state_seq + 1)
+            self._store.hold_update(stored.id, update.state_seq, wire_body(update))
+            return effects
+        self._apply(stored, history, update, effects)
+        while not state_of(stored.task).is_terminal and (
+                held := self._store.held_update(stored.id, stored.state_seq + 1)):
+            self._apply(stored, history, TaskUpdate.model_validate(held), effects)
+        self._store.drop_held_updates(stored.id, up_to=None if state_of(stored.task).is_terminal
+                                      else stored.state_seq)
+        return effects
+
+    def _apply(self, stored: StoredTask, history: VerifiedHistory, update: TaskUpdate,
+               effects: Effects) -> None:
+        task = stored.task
+        events: list[dict[str, Any]] = []
+        previous = {key: task["status"].get(key) for key in ("state", "message")}
+        status = dict(update.status)
+        status.setdefault("timestamp", now_stamp())
+        task["status"] = status
+        if "message" in status:
+            add_to_history(task, status["message"])
+        if update.state.is_terminal:
+            final = update.artifacts or []
+            before = {artifact["artifactId"]: artifact for artifact in task.get("artifacts", [])}
+            task["artifacts"] = final
+            # The answer first, then the terminal status: a client that stops reading at the
+            # terminal state already holds it.
+            events += [artifact_event(task, artifact, append=False, last_chunk=True)
+                       for artifact in final if before.get(artifact["artifactId"]) != artifact]
+            problem = self._receipt_problem(stored, history, update)
+            stored.receipt = update.receipt if not problem else None
+            set_meta(task, receipt_verified=not problem)
+            if problem:
+                log.warning("task %s: the receipt from %s does not verify: %s", stored.id,
+                            stored.peer_aid, problem)
+            effects.record("task.finished" if update.state is TaskState.TASK_STATE_COMPLETED
+                           else "task.failed", taskId=stored.id, peer=stored.peer_aid,
+                           state=update.state.value, reason=update.reason,
+                           receiptVerified=not problem)
+        for chunk in update.artifact_chunks:
+            apply_artifact(task, chunk.artifact, append=chunk.append)
+            events.append(artifact_event(task, chunk.artifact, append=chunk.append,
+                                         last_chunk=chunk.last_chunk))
+        set_meta(task, state_seq=update.state_seq, reason=update.reason,
+                 effect=_effect_of(update.state))
+        if {key: status.get(key) for key in previous} != previous or update.state.is_terminal:
+            events.append(status_event(task))
+        stored.state, stored.state_seq = update.state.value, update.state_seq
+        stored.updated_at = stored.last_heard_at = time.time()
+        self._store.save_task(stored)
+        if events:
+            effects.publish(task, events)
+
+    def _late_update(self, stored: StoredTask, history: VerifiedHistory,
+                     update: TaskUpdate) -> None:
+        """The task ended here first (cancel, no answer); what the provider did still counts
+        for ``anet.effect_status`` and the receipt, but the task's state stays as it is."""
+        stored.state_seq = update.state_seq
+        set_meta(stored.task, state_seq=update.state_seq)
+        if update.state.is_terminal:
+            problem = self._receipt_problem(stored, history, update)
+            if not problem:
+                stored.receipt = update.receipt
+            set_meta(stored.task, receipt_verified=not problem, effect=_effect_of(update.state))
+        self._store.save_task(stored)
+
+    def _receipt_problem(self, stored: StoredTask, history: VerifiedHistory,
+                         update: TaskUpdate) -> str:
+        if update.receipt is None:
+            return "the terminal update carries no receipt"
+        return check_receipt(update.receipt, history, task_id=stored.id,
+                             requester=self._node.aid, status=update.status,
+                             artifacts=update.artifacts or [])
+
+    # --- what this node decides ------------------------------------------------------------
+
+    def fail_silent_tasks(self, no_response_after: float, now: float) -> Effects:
+        """Fail tasks that waited longer than ``no_response_after`` seconds for any word."""
+        effects = Effects()
+        for stored in self._store.tasks_in_states(TaskRole.REQUESTER, WAITING_STATES):
+            if now - stored.last_heard_at < no_response_after:
+                continue
+            with self._store.transaction():
+                reached_hub = (stored.task["metadata"].get(EFFECT_STATUS) != EffectStatus.NONE
+                               or self._store.outbox_sent_any(stored.id))
+                self._store.outbox_withdraw(stored.id)
+                note = (f"No answer from {stored.peer_aid} for {no_response_after:g} s"
+                        if reached_hub else
+                        f"The message could not be handed to the hub for {no_response_after:g} s")
+                self._finish_here(stored, TaskState.TASK_STATE_FAILED, Reason.NO_RESPONSE,
+                                  EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE,
+                                  note, effects)
+            log.warning("task %s failed: %s", stored.id, note)
+        return effects
+
+    def on_refused(self, entry: OutboxEntry, error: HubError) -> Effects:
+        """The hub refused a message for good: a task still waiting fails (hub_refused)."""
+        effects = Effects()
+        stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
+        if stored is None or state_of(stored.task).is_terminal:
+            return effects
+        effect = EffectStatus(stored.task["metadata"].get(EFFECT_STATUS, EffectStatus.NONE))
+        reason = Reason.UNKNOWN_AGENT if error.reason in {"unknown-agent", "unknown-recipient"} \
+            else Reason.HUB_REFUSED
+        self._store.outbox_withdraw(stored.id)
+        self._finish_here(stored, TaskState.TASK_STATE_FAILED, reason, effect,
+                          f"The hub refused the message: {error.message}", effects)
+        return effects
+
+    def on_accepted(self, entry: OutboxEntry) -> Effects:
+        """The hub stored a message of this task: the provider can act on it from now on."""
+        stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
+        if stored is not None and stored.task["metadata"].get(EFFECT_STATUS) == EffectStatus.NONE \
+                and not state_of(stored.task).is_terminal:
+            set_meta(stored.task, effect=EffectStatus.POSSIBLE)
+            self._store.save_task(stored)
+        return Effects()
+
+    def _finish_here(self, stored: StoredTask, state: TaskState, reason: Reason,
+                     effect: EffectStatus, note: str | None, effects: Effects) -> None:
+        task = stored.task
+        message = None if note is None else text_message(
+            note, role="ROLE_AGENT", context_id=stored.context_id, task_id=stored.id)
+        set_status(task, state, message=message)
+        set_meta(task, reason=reason, effect=effect)
+        stored.state, stored.updated_at = state.value, time.time()
+        self._store.drop_held_updates(stored.id)
+        self._store.save_task(stored)
+        effects.publish(task, [status_event(task)])
+        kind = "task.canceled" if state is TaskState.TASK_STATE_CANCELED else "task.failed"
+        effects.record(kind, taskId=stored.id, peer=stored.peer_aid, reason=reason.value,
+                       effectStatus=effect.value)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _create(self, aid: str, message: dict[str, Any], context_id: str, skill: str | None,
+                effects: Effects) -> StoredTask:
+        task_id = new_id()
+        sent = message | {"contextId": context_id, "taskId": task_id}
+        task: dict[str, Any] = {"id": task_id, "contextId": context_id, "history": [sent]}
+        set_status(task, TaskState.TASK_STATE_SUBMITTED)
+        set_meta(task, state_seq=0, effect=EffectStatus.NONE)
+        now = time.time()
+        stored = StoredTask(id=task_id, role=TaskRole.REQUESTER, peer_aid=aid,
+                            context_id=context_id, state=TaskState.TASK_STATE_SUBMITTED.value,
+                            state_seq=0, skill=skill, task=task, receipt=None, served_by=None,
+                            created_at=now, updated_at=now, last_heard_at=now)
+        self._store.insert_task(stored)
+        self._store.add_message(TaskRole.REQUESTER, aid, context_id, sent["messageId"], task_id)
+        self._store.enqueue(aid, wire_body(TaskMessage(task_id=task_id, context_id=context_id,
+                                                       message=sent, skill=skill)),
+                            task_id=task_id)
+        effects.record("task.forwarded", taskId=task_id, peer=aid, contextId=context_id,
+                       messageId=sent["messageId"])
+        return stored
+
+    def _continue(self, stored: StoredTask, message: dict[str, Any],
+                  effects: Effects) -> StoredTask:
+        task = stored.task
+        state = state_of(task)
+        if state.is_terminal:
+            raise TaskError("task-terminal", f"task {stored.id} is {_state_word(stored.state)} "
+                                             "and takes no more messages",
+                            hint="send the message without taskId to start a new task")
+        if not state.is_interrupted:
+            raise TaskError("task-not-waiting", f"task {stored.id} is {_state_word(stored.state)}"
+                                                "; a message continues it only when it asks for "
+                                                "input", hint="wait for the agent's question")
+        sent = message | {"contextId": stored.context_id, "taskId": stored.id}
+        add_to_history(task, sent)
+        set_status(task, TaskState.TASK_STATE_SUBMITTED)
+        set_meta(task, reason=None)
+        stored.state = TaskState.TASK_STATE_SUBMITTED.value
+        stored.updated_at = stored.last_heard_at = time.time()
+        self._store.save_task(stored)
+        self._store.add_message(TaskRole.REQUESTER, stored.peer_aid, stored.context_id,
+                                sent["messageId"], stored.id)
+        self._store.enqueue(stored.peer_aid, wire_body(TaskMessage(
+            task_id=stored.id, context_id=stored.context_id, message=sent)), task_id=stored.id)
+        effects.publish(task, [status_event(task)])
+        effects.record("task.forwarded", taskId=stored.id, peer=stored.peer_aid,
+                       contextId=stored.context_id, messageId=sent["messageId"])
+        return stored
+
+    def _repeat(self, aid: str, context_id: str, message_id: str) -> dict[str, Any] | None:
+        task_id = self._store.message_task(TaskRole.REQUESTER, aid, context_id, message_id)
+        return None if task_id is None else self._task_of(aid, task_id).task
+
+    def _task_of(self, aid: str | None, task_id: str) -> StoredTask:
+        stored = self._store.get_task(task_id, role=TaskRole.REQUESTER, peer_aid=aid)
+        if stored is None:
+            whose = f" sent to {aid}" if aid else ""
+            raise TaskError("task-not-found", f"no task {task_id!r}{whose}",
+                            hint="`anet tasks` lists the tasks this node sent")
+        return stored
+
+    def _check_aid(self, aid: str) -> None:
+        if not is_aid(aid):
+            raise TaskError("invalid-aid", f"{str(aid)[:80]!r} is not an AID",
+                            hint="copy the AID from `anet agents`")
+        if aid == self._node.aid:
+            raise TaskError("unknown-agent", f"{aid} is this node itself, not a remote agent",
+                            hint="`anet agents` lists the remote agents")
+
+    async def _peer(self, aid: str) -> PeerInfo:
+        try:
+            return await self._node.hub.peer(aid)
+        except HubError as error:
+            if error.reason in {"unknown-agent", "unknown-recipient"}:
+                raise TaskError("unknown-agent", f"no agent {aid} is known to the hub",
+                                hint="check the AID with `anet agents`") from None
+            raise TaskError("hub-unavailable", f"the hub could not describe {aid}: "
+                                               f"{error.message}",
+                            hint="try again; `anet status` shows the hub connection") from None
+
+
+def _parse_message(message: dict[str, Any]) -> Message:
+    try:
+        parsed = Message.from_wire(message)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "message"
+        raise TaskError("invalid-message", f"the message is invalid at {where}: {first['msg']}",
+                        hint="see A2A 1.0 Message: messageId, role, parts") from None
+    if parsed.role is not Role.ROLE_USER:
+        raise TaskError("invalid-message", f"a message sent to an agent has role ROLE_USER, "
+                                           f"not {parsed.role.value}")
+    return parsed
+
+
+def _effect_of(state: TaskState) -> EffectStatus:
+    if state is TaskState.TASK_STATE_COMPLETED:
+        return EffectStatus.DONE
+    if state is TaskState.TASK_STATE_REJECTED:
+        return EffectStatus.NONE
+    return EffectStatus.POSSIBLE
+
+
+def _state_word(state: str) -> str:
+    return state.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def _epoch(since: datetime | str | float | None) -> float | None:
+    if since is None or isinstance(since, int | float):
+        return since
+    try:
+        return parse_timestamp(since).timestamp()
+    except ValueError as error:
+        raise TaskError("invalid-params", str(error)) from None
+
+
+def _trimmed(task: dict[str, Any], history_length: int | None,
+             include_artifacts: bool) -> dict[str, Any]:
+    out = dict(task)
+    if not include_artifacts:
+        out.pop("artifacts", None)
+    if history_length is not None:
+        if history_length == 0:
+            out.pop("history", None)
+        else:
+            out["history"] = out.get("history", [])[-history_length:]
+    return out

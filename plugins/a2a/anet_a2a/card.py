@@ -1,0 +1,128 @@
+"""The proxy card: this node's signed statement about a remote agent, pointing at this listener.
+
+What the agent said about itself travels only inside the ``anet-origin/v1`` extension, and only
+when the node verified it; a card the node could not verify yields a placeholder made from the
+AID, with nothing of the agent's own words in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from anet_core.canonical import b64u
+from anet_core.identity import Identity
+from anet_core.network import PeerInfo, Verification
+from anet_core.records import CardExtension
+from anet_core.wire import (
+    A2A_PROTOCOL_VERSION,
+    AGENT_CARD_WELL_KNOWN_PATH,
+    HTTP_JSON_BINDING,
+    JSONRPC_BINDING,
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentSkill,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+
+from anet_a2a.jws import sign_card
+
+ORIGIN_EXTENSION = "urn:anet:a2a:anet-origin/v1"
+PREVIEW_EXTENSION = "urn:anet:a2a:preview/v1"
+"""A client that requests this in A2A-Extensions also receives preview artifacts in streams."""
+SECURITY_SCHEME = "anetLocal"
+CARD_VERSION = "1.0.0"
+AGENTS_PATH = "/a2a/v1/agents"
+# A network card needs no skill, an A2A card needs at least one (the TCK checks): a remote agent
+# takes any task, so a generic skill says exactly that.
+_ANY_TASK = AgentSkill(id="task", name="Task", description="Send this agent a task",
+                       tags=["anet"])
+
+
+@dataclass(frozen=True)
+class AgentUrls:
+    """The URLs of one remote agent on this listener."""
+
+    base: str
+
+    @classmethod
+    def of(cls, port: int, aid: str) -> AgentUrls:
+        return cls(f"http://127.0.0.1:{port}{AGENTS_PATH}/{aid}")
+
+    @property
+    def jsonrpc(self) -> str:
+        return f"{self.base}/jsonrpc"
+
+    @property
+    def rest(self) -> str:
+        return f"{self.base}/rest"
+
+    @property
+    def card(self) -> str:
+        return f"{self.base}{AGENT_CARD_WELL_KNOWN_PATH}"
+
+
+def _skills(card: dict[str, Any]) -> list[AgentSkill]:
+    skills = [AgentSkill(id=skill["id"], name=skill.get("name") or skill["id"],
+                         description=skill.get("description", ""),
+                         tags=list(skill.get("tags", [])))
+              for skill in card.get("skills", []) if isinstance(skill, dict) and skill.get("id")]
+    return skills or [_ANY_TASK]
+
+
+def _origin(peer: PeerInfo) -> AgentExtension:
+    params: dict[str, Any] = {"aid": peer.aid, "verification": peer.verification.value,
+                              "keyState": peer.key_state.value, "official": peer.official}
+    if peer.verification is Verification.VERIFIED and peer.card_bytes is not None:
+        params["card"] = b64u(peer.card_bytes)
+    return AgentExtension(
+        uri=ORIGIN_EXTENSION, params=params,
+        description="Where this agent is on the anet network and what this node verified; "
+                    "card holds the agent's signed network card (base64url)")
+
+
+def proxy_card(peer: PeerInfo, urls: AgentUrls,
+               extensions: list[CardExtension]) -> AgentCard:
+    """The unsigned proxy card of ``peer``."""
+    verified = peer.verification is Verification.VERIFIED and peer.card is not None
+    card = peer.card if verified and peer.card is not None else {}
+    name = card.get("name") or f"anet agent {peer.aid}"
+    description = card.get("description") or (
+        f"The agent {peer.aid} of the anet network" if verified else
+        f"The agent {peer.aid} of the anet network; this node could not verify its card, "
+        "so nothing it says about itself is shown")
+    declared = [_origin(peer),
+                AgentExtension(uri=PREVIEW_EXTENSION,
+                               description="Streams also carry preview artifacts: snapshots "
+                                           "of a reply that is still being written")]
+    declared += [AgentExtension(uri=ext.uri, description=ext.description,
+                                required=ext.required, params=ext.params) for ext in extensions]
+    return AgentCard(
+        name=name,
+        description=description,
+        supported_interfaces=[
+            AgentInterface(url=urls.jsonrpc, protocol_binding=JSONRPC_BINDING,
+                           protocol_version=A2A_PROTOCOL_VERSION),
+            AgentInterface(url=urls.rest, protocol_binding=HTTP_JSON_BINDING,
+                           protocol_version=A2A_PROTOCOL_VERSION),
+        ],
+        version=CARD_VERSION,
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False,
+                                       extended_agent_card=True, extensions=declared),
+        security_schemes={SECURITY_SCHEME: SecurityScheme.bearer(
+            description="The token in a2a_token.txt of the local anet node")},
+        security_requirements=[SecurityRequirement(schemes={SECURITY_SCHEME: StringList()})],
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=_skills(card),
+    )
+
+
+def signed(card: AgentCard, identity: Identity) -> AgentCard:
+    """``card`` with this node's JWS signature (replacing any earlier one)."""
+    unsigned = card.model_copy(update={"signatures": []})
+    return unsigned.model_copy(update={"signatures": [sign_card(unsigned.wire(), identity)]})

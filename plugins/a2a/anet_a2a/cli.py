@@ -1,0 +1,108 @@
+"""``anet a2a rotate-token`` and ``anet agents wire`` (Hermes)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+
+from anet_core.cli.context import CliContext
+from anet_core.errors import AnetError
+from anet_core.identity import is_aid
+
+from anet_a2a import hermes
+from anet_a2a.card import AGENTS_PATH
+from anet_a2a.state import StateDir
+
+CARD_FETCH_TIMEOUT_S = 10.0
+
+
+def _wiring(state: StateDir) -> hermes.Wiring:
+    try:
+        address = state.address_file.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        raise AnetError("a2a-no-address", "the local A2A interface has no address yet",
+                        hint="start the node once with `anet up`") from None
+    token = state.token().current()
+    if not token:
+        raise AnetError("a2a-no-token", f"{state.token_file} does not exist",
+                        hint="start the node once with `anet up`")
+    return hermes.Wiring(address=address, token=token)
+
+
+def _proxy_card(wiring: hermes.Wiring, aid: str) -> dict[str, Any]:
+    request = urllib.request.Request(
+        wiring.url(aid), headers={"Authorization": f"Bearer {wiring.token}",
+                                  "A2A-Version": "1.0"})
+    with urllib.request.urlopen(request, timeout=CARD_FETCH_TIMEOUT_S) as response:  # noqa: S310
+        card: dict[str, Any] = json.loads(response.read())
+    return card
+
+
+def _refresh_all(state: StateDir, wiring: hermes.Wiring) -> int:
+    files = hermes.WiredFiles(state.root / "hermes_wired.json")
+    count = 0
+    for path in files.paths():
+        names = hermes.refresh(path, wiring)
+        count += len(names)
+        for name in names:
+            print(f"refreshed  {path}: a2a_agents.{name}")
+    return count
+
+
+def run_wire(args: argparse.Namespace, ctx: CliContext) -> int:
+    state = StateDir.of(ctx.paths)
+    wiring = _wiring(state)
+    if args.refresh:
+        if args.target or args.aids:
+            raise AnetError("wire-usage", "--refresh rewrites every entry anet wrote; "
+                                          "give it no target and no --a2a")
+        if not _refresh_all(state, wiring):
+            print("no entries written by anet were found; nothing to refresh")
+        return 0
+    if args.target != "hermes" or not args.aids:
+        raise AnetError("wire-usage", "say what to wire: anet agents wire hermes --a2a <aid>",
+                        hint="or `anet agents wire --refresh` after the address or token changed")
+    if args.name and len(args.aids) > 1:
+        raise AnetError("wire-usage", "--name names one entry; give one --a2a with it")
+    path = hermes.config_path(args.profile)
+    for aid in args.aids:
+        if not is_aid(aid):
+            raise AnetError("wire-aid-invalid", f"{aid!r} is not an AID (32 characters of a-z "
+                                                "and 2-7)", hint="`curl .../a2a/v1/agents` lists them")
+        try:
+            capabilities = hermes.capabilities_of(_proxy_card(wiring, aid))
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            capabilities = []
+            print(f"warning: the card of {aid} could not be read ({error}); the entry has no "
+                  "capabilities", file=sys.stderr)
+        name = hermes.entry_name(aid, args.name)
+        hermes.wire(path, name, aid, wiring, capabilities)
+        hermes.WiredFiles(state.root / "hermes_wired.json").add(path)
+        print(f"wired      {path}: a2a_agents.{name} -> {wiring.url(aid)}")
+    print("Next: `hermes tools enable a2a --platform cli` (or your platform): the a2a toolset "
+          "is off by default.")
+    return 0
+
+
+def run_rotate(args: argparse.Namespace, ctx: CliContext) -> int:
+    state = StateDir.of(ctx.paths)
+    state.token().replace()
+    print(f"replaced   {state.token_file}; the old token is refused from the next request on")
+    if state.address_file.exists():
+        _refresh_all(state, _wiring(state))
+    print("Clients configured by hand need the new token.")
+    return 0
+
+
+def configure_wire(wire: argparse.ArgumentParser) -> None:
+    wire.add_argument("target", nargs="?", choices=["hermes"], help="the client to configure")
+    wire.add_argument("--a2a", dest="aids", action="append", default=[], metavar="AID",
+                      help="a remote agent to wire (repeatable)")
+    wire.add_argument("--profile", help="a Hermes profile (~/.hermes/profiles/PROFILE)")
+    wire.add_argument("--name", help="the entry's name (default: the AID)")
+    wire.add_argument("--refresh", action="store_true",
+                      help="rewrite every entry anet wrote with the current address and token")

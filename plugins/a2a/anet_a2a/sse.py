@@ -1,0 +1,56 @@
+"""Server-sent events: one ``data:`` line of single-line JSON per event (digest §5.3, §6.3).
+
+An error before the first event is a plain answer (the caller raises before calling
+:func:`stream`); an error after it is an ``event: error``. A client that disconnects stops the
+writing and detaches from the task, which goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any
+
+from aiohttp import web
+
+from anet_core.wire import A2AError, A2AErrorKind, StreamResponse
+
+from anet_a2a.operations import EventStream
+from anet_a2a.replies import dumps
+
+log = logging.getLogger(__name__)
+
+HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+async def stream(request: web.Request, events: EventStream,
+                 frame: Callable[[StreamResponse], Any],
+                 error_frame: Callable[[A2AError], Any]) -> web.StreamResponse:
+    """Write ``events`` as SSE; ``frame`` wraps each event (JSON-RPC envelope or bare)."""
+    response = web.StreamResponse(headers=HEADERS)
+    response.content_type = "text/event-stream"
+    response.charset = "utf-8"
+    try:
+        await response.prepare(request)
+        async for event in events.events():
+            await response.write(f"data: {dumps(frame(event))}\n\n".encode())
+    except (ConnectionResetError, asyncio.CancelledError):
+        # The client went away: EventStream.events detached the subscription on its way out.
+        log.debug("stream client of %s disconnected", request.path)
+        raise
+    except A2AError as error:
+        await _write_error(response, error_frame(error))
+    except Exception as error:  # noqa: BLE001 - the stream has started: an error event, not a 500
+        log.exception("stream of %s failed", request.path)
+        await _write_error(response, error_frame(A2AError(A2AErrorKind.INTERNAL_ERROR,
+                                                          f"Internal error: {error}")))
+    with suppress(ConnectionResetError):
+        await response.write_eof()
+    return response
+
+
+async def _write_error(response: web.StreamResponse, body: Any) -> None:
+    with suppress(ConnectionResetError):
+        await response.write(f"event: error\ndata: {dumps(body)}\n\n".encode())

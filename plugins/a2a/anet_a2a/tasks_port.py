@@ -1,0 +1,74 @@
+"""The endpoint's one door to the task layer (``node.tasks``, requester side).
+
+The task layer speaks anet (``TaskError`` with a kebab-case reference); clients of this
+endpoint speak A2A. Every call goes through here so each refusal reaches the client as the A2A
+error the digest prescribes, with the task layer's sentence as its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from anet_core.tasks import TaskError, TaskLayer, TaskSubscription
+from anet_core.wire import A2AError, A2AErrorKind
+
+from anet_a2a.replies import no_such_agent
+
+T = TypeVar("T")
+
+_KINDS = {
+    "task-not-found": A2AErrorKind.TASK_NOT_FOUND,
+    "task-not-cancelable": A2AErrorKind.TASK_NOT_CANCELABLE,
+    "task-terminal": A2AErrorKind.UNSUPPORTED_OPERATION,
+    "task-not-waiting": A2AErrorKind.UNSUPPORTED_OPERATION,
+    "not-registered": A2AErrorKind.UNSUPPORTED_OPERATION,
+    "hub-unavailable": A2AErrorKind.UNSUPPORTED_OPERATION,
+    "invalid-message": A2AErrorKind.INVALID_PARAMS,
+    "invalid-params": A2AErrorKind.INVALID_PARAMS,
+}
+
+
+def a2a_error(aid: str, error: TaskError) -> A2AError:
+    """The A2A form of a task-layer refusal; ``anet.reason`` keeps the precise word."""
+    if error.reference in {"unknown-agent", "invalid-aid"}:
+        return no_such_agent(aid)
+    kind = _KINDS.get(error.reference, A2AErrorKind.INTERNAL_ERROR)
+    message = f"{error.message}; {error.hint}" if error.hint else error.message
+    return A2AError(kind, message, details={"anet.reason": error.reference})
+
+
+@dataclass(frozen=True)
+class AgentTasks:
+    """The tasks of one remote agent: every call carries its AID."""
+
+    aid: str
+    layer: TaskLayer
+
+    def _call(self, call: Callable[[], T]) -> T:
+        try:
+            return call()
+        except TaskError as error:
+            raise a2a_error(self.aid, error) from None
+
+    async def send(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self.layer.send(self.aid, message)
+        except TaskError as error:
+            raise a2a_error(self.aid, error) from None
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        return self._call(lambda: self.layer.get(self.aid, task_id))
+
+    def list(self, **query: Any) -> dict[str, Any]:
+        return self._call(lambda: self.layer.list(self.aid, **query))
+
+    async def cancel(self, task_id: str) -> dict[str, Any]:
+        try:
+            return await self.layer.cancel(self.aid, task_id)
+        except TaskError as error:
+            raise a2a_error(self.aid, error) from None
+
+    def subscribe(self, task_id: str) -> TaskSubscription:
+        return self._call(lambda: self.layer.subscribe(self.aid, task_id))

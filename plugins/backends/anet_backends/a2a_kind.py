@@ -1,0 +1,243 @@
+"""The built-in backend kind: A2A 1.0 JSON-RPC to a local server over a unix socket or TCP.
+
+Every request (the card too) carries ``A2A-Version: 1.0`` (servers on the official SDK refuse
+requests without it) and the bearer token of ``token_file``, read afresh each time so that a
+rotated token is picked up. The token only goes to the origin of the configured ``url``,
+whatever interface URL the backend's card names.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from pydantic import ValidationError
+from yarl import URL
+
+from anet_backends.sse import EventTooLarge, sse_events
+from anet_backends.transport import (
+    CONNECT_TIMEOUT_S,
+    CheckedTCPConnector,
+    CheckedUnixConnector,
+)
+from anet_core.records import (
+    BackendError,
+    BackendKind,
+    BackendStage,
+    BackendTarget,
+    CheckResult,
+    CheckStatus,
+)
+from anet_core.wire import (
+    AGENT_CARD_WELL_KNOWN_PATH,
+    JSONRPC_BINDING,
+    A2AMethod,
+    AgentCard,
+    SendMessageResponse,
+    StreamResponse,
+    error_from_jsonrpc,
+)
+
+A2A_VERSION = "1.0"
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Largest answer (or stream event) read from a backend; a larger one fails the forward."""
+UNIX_ORIGIN = URL("http://localhost")
+"""Requests over a unix socket name this host; only the path of a card's URL is used."""
+
+
+def _fail(stage: BackendStage, reason: str) -> BackendError:
+    return BackendError(stage, reason)
+
+
+class A2AChannel:
+    """One backend's card and JSON-RPC endpoint, reached through a checking connector."""
+
+    def __init__(self, target: BackendTarget, session: aiohttp.ClientSession,
+                 card_url: URL) -> None:
+        self._target = target
+        self._session = session
+        self._card_url = card_url
+        self.card: AgentCard | None = None
+        self._rpc_url = card_url
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self.card and self.card.capabilities.streaming)
+
+    def _headers(self, **extra: str) -> dict[str, str]:
+        headers = {"A2A-Version": A2A_VERSION, **extra}
+        if self._target.token_file is not None:
+            try:
+                token = Path(self._target.token_file).read_text(encoding="utf-8").strip()
+            except OSError as error:
+                raise _fail(BackendStage.REFUSED, f"token_file {self._target.token_file} cannot "
+                                                  f"be read: {error.strerror}") from None
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    async def load_card(self) -> AgentCard:
+        """Read the card; every failure is before the message, so UNREACHABLE (retried)."""
+        try:
+            async with self._session.get(self._card_url, headers=self._headers()) as response:
+                if response.status != 200:
+                    raise _fail(BackendStage.UNREACHABLE,
+                                f"the card request to {self._target.url} answered HTTP "
+                                f"{response.status}")
+                body = await _read_limited(response, BackendStage.UNREACHABLE)
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise _fail(BackendStage.UNREACHABLE,
+                        f"the card request failed: {type(error).__name__}: {error}") from None
+        try:
+            card = AgentCard.from_wire_json(body)
+        except (ValidationError, ValueError) as error:
+            raise _fail(BackendStage.UNREACHABLE, f"the backend's card is not an A2A 1.0 card: "
+                                                  f"{_first_line(error)}") from None
+        self._rpc_url = self._endpoint(card)
+        self.card = card
+        return card
+
+    def _endpoint(self, card: AgentCard) -> URL:
+        for interface in card.supported_interfaces:
+            if (interface.protocol_binding == JSONRPC_BINDING
+                    and interface.protocol_version.split(".")[0] == "1"):
+                url = self._card_url.join(URL(interface.url))
+                if self._target.scheme == "unix":
+                    return UNIX_ORIGIN.with_path(url.path).with_query(url.query)
+                if url.origin() != self._card_url.origin():
+                    raise _fail(BackendStage.REFUSED,
+                                f"the card names {url.origin()} for JSON-RPC, not the origin of "
+                                f"url {self._target.url}; the token is sent nowhere else")
+                return url
+        raise _fail(BackendStage.UNREACHABLE,
+                    "the backend's card lists no JSONRPC interface with protocol version 1.x")
+
+    async def send(self, message: dict[str, Any],
+                   metadata: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        method = A2AMethod.SEND_STREAMING_MESSAGE if self.streaming else A2AMethod.SEND_MESSAGE
+        params = {"message": message, "configuration": {}, "metadata": metadata}
+        async for result in self._call(method, params):
+            try:
+                if method is A2AMethod.SEND_STREAMING_MESSAGE:
+                    StreamResponse.from_wire(result)
+                else:
+                    SendMessageResponse.from_wire(result)
+            except ValidationError as error:
+                raise _fail(BackendStage.WRITTEN, f"the backend's answer is not valid A2A: "
+                                                  f"{_first_line(error)}") from None
+            yield result
+
+    async def cancel(self, task_id: str) -> None:
+        async for _ in self._call(A2AMethod.CANCEL_TASK, {"id": task_id}):
+            pass
+
+    async def _call(self, method: A2AMethod,
+                    params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """POST one JSON-RPC call; yield its result, or each result of an event stream."""
+        request_id = uuid.uuid4().hex
+        body = {"jsonrpc": "2.0", "id": request_id, "method": method.value, "params": params}
+        accept = "text/event-stream" if method is A2AMethod.SEND_STREAMING_MESSAGE \
+            else "application/json"
+        headers = self._headers(Accept=accept)
+        try:
+            async with self._session.post(self._rpc_url, json=body, headers=headers) as response:
+                if response.status == 503:
+                    raise _fail(BackendStage.BUSY, "the backend answered HTTP 503")
+                if response.status != 200:
+                    raise _fail(BackendStage.WRITTEN,
+                                f"the backend answered HTTP {response.status} to {method}")
+                if response.content_type == "text/event-stream":
+                    async for name, data in sse_events(response.content,
+                                                       max_event_bytes=MAX_BODY_BYTES):
+                        yield _result(data.encode(), request_id, event=name)
+                    return
+                yield _result(await _read_limited(response, BackendStage.WRITTEN), request_id)
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise _fail(BackendStage.WRITTEN, f"{method} to the backend broke off: "
+                                              f"{type(error).__name__}: {error}") from None
+        except EventTooLarge as error:
+            raise _fail(BackendStage.WRITTEN, str(error)) from None
+
+
+def _result(body: bytes, request_id: str, *, event: str = "message") -> dict[str, Any]:
+    """The ``result`` of a JSON-RPC response, or the backend's error as a BackendError."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise _fail(BackendStage.WRITTEN, "the backend's answer is not JSON") from None
+    if not isinstance(document, dict) or document.get("jsonrpc") != "2.0":
+        raise _fail(BackendStage.WRITTEN, "the backend's answer is not a JSON-RPC response")
+    if isinstance(document.get("error"), dict) or event == "error":
+        error = error_from_jsonrpc(document.get("error") or {})
+        raise _fail(BackendStage.WRITTEN, f"the backend answered {error.kind.spec.sdk_name}: "
+                                          f"{error.message}")
+    if document.get("id") != request_id or not isinstance(document.get("result"), dict):
+        raise _fail(BackendStage.WRITTEN, "the backend's JSON-RPC response has the wrong id or "
+                                          "no result object")
+    return document["result"]
+
+
+async def _read_limited(response: aiohttp.ClientResponse, stage: BackendStage) -> bytes:
+    if response.content_length is not None and response.content_length > MAX_BODY_BYTES:
+        raise _fail(stage, f"the backend's answer is {response.content_length} bytes, more than "
+                           f"{MAX_BODY_BYTES}")
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise _fail(stage, f"the backend's answer is larger than {MAX_BODY_BYTES} bytes")
+    return bytes(body)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _plan(target: BackendTarget) -> tuple[aiohttp.BaseConnector, URL]:
+    """The connector and the card URL for ``target``'s url."""
+    if target.scheme == "unix":
+        path = Path(URL(target.url).path)
+        return CheckedUnixConnector(target, path), UNIX_ORIGIN.with_path(AGENT_CARD_WELL_KNOWN_PATH)
+    url = URL(target.url)
+    if not url.path.endswith(".json"):
+        url = url.with_path(url.path.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH)
+    return CheckedTCPConnector(), url
+
+
+@asynccontextmanager
+async def open_a2a(target: BackendTarget) -> AsyncIterator[A2AChannel]:
+    """Check and connect the backend, read its card, and yield the channel."""
+    connector, card_url = _plan(target)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        channel = A2AChannel(target, session, card_url)
+        await channel.load_card()
+        yield channel
+
+
+async def diagnose_a2a(target: BackendTarget) -> CheckResult:
+    """Path trust, listener account, reachability and the card, as ``anet doctor`` shows them."""
+    try:
+        async with open_a2a(target) as channel:
+            card = await channel.load_card()
+    except BackendError as error:
+        hint = ("fix the socket's directories or expected_user" if error.stage
+                is BackendStage.REFUSED else "start the backend, or check url and token_file")
+        return CheckResult(CheckStatus.FAIL, f"{error.stage.value}: {error.reason}", hint=hint)
+    summary = (f"card {card.name!r} readable, "
+               f"{'streaming' if channel.streaming else 'not streaming'}")
+    if target.peer_check == "path-only":
+        return CheckResult(CheckStatus.WARN, summary + "; listener account NOT checked "
+                           "(peer_check: path-only)",
+                           hint="remove peer_check: path-only where the platform can tell the "
+                                "listener's account")
+    checked = "listener account checked" if target.scheme == "unix" else "reachable"
+    return CheckResult(CheckStatus.OK, f"{summary}, {checked}")
+
+
+A2A_KIND = BackendKind(name="a2a", schemes=("unix", "http", "https"), open=open_a2a,
+                       diagnose=diagnose_a2a)

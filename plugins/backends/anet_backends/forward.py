@@ -1,0 +1,262 @@
+"""Forwarding one requester task to one backend: turns, retries, cancel and evidence.
+
+The rules (seed, "Forwarding tasks to a local A2A server"): a forward that failed before the
+backend could have taken the message is retried with backoff; once it was written only a busy
+answer (503) is, because a repeated message could run the requester's task twice. The mapping
+requester task → backend task lives in memory only; after a restart a follow-up message starts
+a new backend task in the same context (the requester's contextId is the backend's contextId).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing, suppress
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from anet_backends.responder import ASKS_FOR_INPUT, Responder, WireObject, leave_to_operator
+from anet_backends.retry import Backoff
+from anet_core.records import BackendError, BackendKind, BackendStage, BackendTarget, InboundTask
+from anet_core.wire import TaskState
+
+log = logging.getLogger(__name__)
+
+WORKING_NOTICE_AFTER_S = 60.0
+"""A first turn the backend has held this long without an answer is announced as working."""
+FORWARDED = "anet.backend.forwarded"
+FAILED = "anet.backend.failed"
+
+Record = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Appends an evidence record (kind, data) to the node's chain."""
+
+
+@dataclass
+class BackendTask:
+    """Where a requester task lives on the backend; ``task_id`` is None until it answered."""
+
+    context_id: str
+    task_id: str | None = None
+    artifacts_sent: set[str] = field(default_factory=set)
+    """A blocking answer repeats every artifact of the task; each reaches the requester once."""
+
+
+@dataclass
+class Turn:
+    """What one forwarded message brought back."""
+
+    state: TaskState | None = None
+    message: WireObject | None = None
+    answered: bool = False
+
+
+class Ended(Exception):
+    """The task ended (answered, failed, canceled or left in the inbox): no further turns."""
+
+
+class Forwarder:
+    """Serves the tasks that one configured backend takes."""
+
+    def __init__(self, target: BackendTarget, kind: BackendKind, backoff: Backoff,
+                 record: Record, *, idle_timeout_s: float,
+                 tasks: dict[str, BackendTask]) -> None:
+        self.target = target
+        self.kind = kind
+        self.backoff = backoff
+        self.record = record
+        self.idle_timeout_s = idle_timeout_s
+        self.tasks = tasks
+
+    async def serve(self, task: InboundTask, responder: Responder) -> None:
+        """Forward the task and each follow-up message until it ends or is canceled."""
+        mapped = self.tasks.setdefault(task.task_id, BackendTask(context_id=task.context_id))
+        work = asyncio.ensure_future(self._turns(task, responder, mapped))
+        canceled = asyncio.ensure_future(responder.cancelled.wait())
+        try:
+            await asyncio.wait({work, canceled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # A daemon shutdown cancels serve(): the backend task is left running, unmapped.
+            for waiter in (work, canceled):
+                waiter.cancel()
+            with suppress(asyncio.CancelledError):
+                await work
+        try:
+            if not work.cancelled() and work.exception() is None:
+                return
+            if canceled.done() and not canceled.cancelled():
+                await self._cancel(task, mapped)
+                return
+            raise work.exception()  # type: ignore[misc]
+        finally:
+            self.tasks.pop(task.task_id, None)
+
+    async def _turns(self, task: InboundTask, responder: Responder, mapped: BackendTask) -> None:
+        message: WireObject = task.message
+        first = mapped.task_id is None
+        try:
+            while True:
+                message = await self._turn(task, responder, mapped, message, first)
+                first = False
+        except Ended:
+            return
+
+    async def _announce(self, responder: Responder) -> None:
+        await asyncio.sleep(WORKING_NOTICE_AFTER_S)
+        await responder.working()
+
+    async def _turn(self, task: InboundTask, responder: Responder, mapped: BackendTask,
+                    message: WireObject, first: bool) -> WireObject:
+        """Forward one message (with retries); return the requester's next message."""
+        outgoing = self._outgoing(task, mapped, message)
+        metadata = {"anet.peer_aid": task.peer_aid, "anet.trusted": task.trusted}
+        loop = asyncio.get_running_loop()
+        started, attempts = loop.time(), 0
+        turn = Turn()
+        while True:
+            attempts += 1
+            try:
+                await self._attempt(task, responder, mapped, outgoing, metadata, turn, first)
+                break
+            except BackendError as error:
+                if error.stage is BackendStage.REFUSED:
+                    log.warning("backend %s refused for task %s: %s", self.target.match,
+                                task.task_id, error.reason)
+                    await leave_to_operator(responder, f"backend {self.target.match} refused: "
+                                                       f"{error.reason}")
+                    raise Ended from None
+                retryable = error.stage in {BackendStage.UNREACHABLE, BackendStage.BUSY}
+                wait = self.backoff.delay(attempts, loop.time() - started) if retryable else None
+                if wait is None:
+                    await self._failed(task, responder, mapped, message, error.reason, attempts)
+                log.info("backend %s: attempt %d for task %s failed (%s); again in %g s",
+                         self.target.match, attempts, task.task_id, error.reason, wait)
+                await asyncio.sleep(wait)
+            except TimeoutError:
+                await self._failed(task, responder, mapped, message,
+                                   f"the backend sent nothing for {self.idle_timeout_s:g} s",
+                                   attempts)
+            except Exception as error:  # noqa: BLE001 - a kind's bug fails this task only
+                log.exception("backend %s crashed on task %s", self.target.match, task.task_id)
+                await self._failed(task, responder, mapped, message,
+                                   f"{type(error).__name__}: {error}", attempts)
+        return await self._end_of_turn(task, responder, mapped, message, turn)
+
+    def _outgoing(self, task: InboundTask, mapped: BackendTask, message: WireObject) -> WireObject:
+        """The requester's message as the backend gets it: messageId and parts unchanged, ids
+        of the backend's task, and no ``anet.*`` metadata but the node's own."""
+        outgoing = {key: value for key, value in message.items()
+                    if key not in {"taskId", "contextId", "metadata"}}
+        outgoing["contextId"] = mapped.context_id
+        if mapped.task_id is not None:
+            outgoing["taskId"] = mapped.task_id
+        metadata = {key: value for key, value in (message.get("metadata") or {}).items()
+                    if not key.startswith("anet.")}
+        outgoing["metadata"] = {**metadata, "anet.peer_aid": task.peer_aid,
+                                "anet.trusted": task.trusted}
+        return outgoing
+
+    async def _attempt(self, task: InboundTask, responder: Responder, mapped: BackendTask,
+                       outgoing: WireObject, metadata: dict[str, Any], turn: Turn,
+                       first: bool) -> None:
+        async with (self.kind.open(self.target) as channel,
+                    aclosing(channel.send(outgoing, metadata)) as events):
+            # The backend has the message from here on; the working notice counts from now.
+            notice = asyncio.ensure_future(self._announce(responder)) if first else None
+            try:
+                while True:
+                    try:
+                        async with asyncio.timeout(self.idle_timeout_s):
+                            event = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                    if notice is not None:
+                        notice.cancel()
+                    if not turn.answered:
+                        turn.answered = True
+                        await self._forwarded(task, mapped, outgoing, event)
+                    await self._event(responder, mapped, turn, event)
+            finally:
+                if notice is not None:
+                    notice.cancel()
+
+    async def _event(self, responder: Responder, mapped: BackendTask, turn: Turn,
+                     event: WireObject) -> None:
+        if "message" in event:
+            turn.state, turn.message = TaskState.TASK_STATE_COMPLETED, event["message"]
+            return
+        if "task" in event:
+            body = event["task"]
+            mapped.task_id = body["id"]
+            mapped.context_id = body.get("contextId") or mapped.context_id
+            for artifact in body.get("artifacts", []):
+                if artifact["artifactId"] not in mapped.artifacts_sent:
+                    mapped.artifacts_sent.add(artifact["artifactId"])
+                    await responder.artifact(artifact, last_chunk=True)
+            self._status(turn, body["status"])
+        elif "statusUpdate" in event:
+            update = event["statusUpdate"]
+            mapped.task_id = update["taskId"]
+            self._status(turn, update["status"])
+            if turn.state is TaskState.TASK_STATE_WORKING:
+                await responder.working(turn.message)
+        elif "artifactUpdate" in event:
+            update = event["artifactUpdate"]
+            mapped.task_id = update["taskId"]
+            mapped.artifacts_sent.add(update["artifact"]["artifactId"])
+            await responder.artifact(update["artifact"], append=update.get("append", False),
+                                     last_chunk=update.get("lastChunk", False))
+
+    @staticmethod
+    def _status(turn: Turn, status: WireObject) -> None:
+        turn.state = TaskState(status["state"])
+        turn.message = status.get("message")
+
+    async def _end_of_turn(self, task: InboundTask, responder: Responder, mapped: BackendTask,
+                           message: WireObject, turn: Turn) -> WireObject:
+        state = turn.state
+        if state is TaskState.TASK_STATE_COMPLETED:
+            await responder.complete(turn.message)
+        elif state in {TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED}:
+            await responder.fail(f"the backend ended the task as {state.name}", turn.message)
+        elif state is TaskState.TASK_STATE_CANCELED:
+            await responder.fail("the backend canceled the task", turn.message)
+        elif state is not None and state.is_interrupted:
+            await responder.input_required(turn.message or ASKS_FOR_INPUT)
+            return await responder.next_message()
+        else:
+            await self._failed(task, responder, mapped, message,
+                               f"the backend ended the turn in state "
+                               f"{state.name if state else 'none'} without an answer", 1)
+        raise Ended
+
+    async def _forwarded(self, task: InboundTask, mapped: BackendTask, outgoing: WireObject,
+                         event: WireObject) -> None:
+        body = event.get("task") or event.get("statusUpdate") or event.get("artifactUpdate") or {}
+        backend_task = body.get("id") or body.get("taskId") or mapped.task_id
+        await self.record(FORWARDED, {
+            "backend": self.target.match, "kind": self.kind.name, "taskId": task.task_id,
+            "peer": task.peer_aid, "messageId": outgoing.get("messageId"),
+            "backendTaskId": backend_task, "contextId": mapped.context_id})
+
+    async def _failed(self, task: InboundTask, responder: Responder, mapped: BackendTask,
+                      message: WireObject, reason: str, attempts: int) -> NoReturn:
+        log.warning("backend %s failed task %s after %d attempt(s): %s", self.target.match,
+                    task.task_id, attempts, reason)
+        await self.record(FAILED, {
+            "backend": self.target.match, "kind": self.kind.name, "taskId": task.task_id,
+            "peer": task.peer_aid, "messageId": message.get("messageId"),
+            "backendTaskId": mapped.task_id, "attempts": attempts, "reason": reason})
+        await responder.fail(f"backend {self.target.match}: {reason}")
+        raise Ended
+
+    async def _cancel(self, task: InboundTask, mapped: BackendTask) -> None:
+        """The requester canceled (the task layer already ended the task): cancel the backend
+        task too, so that the backend stops working on it."""
+        if mapped.task_id is not None:
+            try:
+                async with self.kind.open(self.target) as channel:
+                    await asyncio.wait_for(channel.cancel(mapped.task_id), self.idle_timeout_s)
+            except (BackendError, TimeoutError) as error:
+                log.warning("backend %s: canceling backend task %s of task %s failed: %s",
+                            self.target.match, mapped.task_id, task.task_id, error)

@@ -1,0 +1,28 @@
+"""When to try a forward again: exponential backoff from 5 s up to ``retry.max_interval``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from anet_backends.config import Retry
+
+FIRST_RETRY_AFTER_S = 5.0
+"""The wait before the second attempt; each later wait doubles, up to ``max_interval``."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    max_interval_s: float
+    give_up_after_s: float
+
+    @classmethod
+    def of(cls, retry: Retry) -> Backoff:
+        return cls(retry.max_interval.total_seconds(), retry.give_up_after.total_seconds())
+
+    def delay(self, attempts: int, elapsed_s: float) -> float | None:
+        """The wait before the next attempt after ``attempts`` failed ones, ``elapsed_s`` after
+        the first began; None when that attempt would start after ``give_up_after``."""
+        wait = min(FIRST_RETRY_AFTER_S * 2 ** (attempts - 1), self.max_interval_s)
+        if elapsed_s + wait > self.give_up_after_s:
+            return None
+        return wait

@@ -1,0 +1,111 @@
+"""The running backends module: which backend takes which accepted task, and the start checks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from anet_backends.config import Backend, BackendsConfig
+from anet_backends.forward import BackendTask, Forwarder, Record
+from anet_backends.retry import Backoff
+from anet_core.errors import AnetError
+from anet_core.records import BackendKind, InboundTask, TaskClaim
+
+log = logging.getLogger(__name__)
+
+MODULE = "backends"
+OPEN_POLICY = "open"
+
+
+def kinds_by_scheme(kinds: Iterable[tuple[str, BackendKind]]) -> dict[str, BackendKind]:
+    """Map each scheme to its kind; a scheme two modules claim stops the start with both names.
+
+    ``kinds`` pairs each kind with the module that declared it.
+    """
+    table: dict[str, tuple[str, BackendKind]] = {}
+    for module, kind in kinds:
+        for scheme in kind.schemes:
+            if scheme in table:
+                raise AnetError("backends-kind-duplicate",
+                                f"the backend kinds {table[scheme][1].name} ({table[scheme][0]}) "
+                                f"and {kind.name} ({module}) both take the scheme {scheme!r}",
+                                hint="uninstall or disable one of these modules")
+            table[scheme] = (module, kind)
+    return {scheme: kind for scheme, (_, kind) in table.items()}
+
+
+def kind_for(index: int, backend: Backend, kinds: dict[str, BackendKind]) -> BackendKind:
+    scheme = backend.target().scheme
+    if scheme not in kinds:
+        raise AnetError("backends-kind-unknown",
+                        f"modules.backends.backends[{index}].url {backend.url!r} (match "
+                        f"{backend.match!r}): no installed backend kind takes {scheme}:",
+                        hint="kinds installed: " + (", ".join(
+                            f"{kind.name} ({', '.join(kind.schemes)})"
+                            for kind in {k.name: k for k in kinds.values()}.values()) or "none"))
+    return kinds[scheme]
+
+
+def check_policy(config: BackendsConfig, policy: str) -> None:
+    """Refuse the inbound policy ``open`` while a backend forwards untrusted peers' tasks."""
+    for index, backend in enumerate(config.backends):
+        if backend.accept_untrusted and policy == OPEN_POLICY:
+            raise AnetError("backends-open-policy",
+                            f"modules.backends.backends[{index}].accept_untrusted (match "
+                            f"{backend.match!r}) forwards tasks of untrusted peers, and the "
+                            "inbound policy is open",
+                            hint="set the inbound policy to trusted or closed, or remove "
+                                 "accept_untrusted from this backend")
+
+
+def is_text_task(message: dict[str, Any]) -> bool:
+    parts = message.get("parts") or []
+    return bool(parts) and all(isinstance(part, dict) and "text" in part for part in parts)
+
+
+class Backends:
+    """The configured backends of a running node and the requester-task mapping they share."""
+
+    def __init__(self, config: BackendsConfig, kinds: dict[str, BackendKind], record: Record,
+                 *, idle_timeout_s: float) -> None:
+        self.tasks: dict[str, BackendTask] = {}
+        backoff = Backoff.of(config.retry)
+        self._backends: dict[str, tuple[Backend, Forwarder]] = {}
+        for index, backend in enumerate(config.backends):
+            forwarder = Forwarder(backend.target(), kind_for(index, backend, kinds), backoff,
+                                  record, idle_timeout_s=idle_timeout_s, tasks=self.tasks)
+            self._backends[backend.match] = (backend, forwarder)
+
+    def claim(self, task: InboundTask, policy: str) -> TaskClaim | None:
+        """The backend that serves ``task``, or None to leave it in the inbox.
+
+        Only text tasks; a skill's own backend before ``*``; untrusted peers only for an
+        ``accept_untrusted`` + ``toolless`` backend, and never while the policy is open (it
+        may have been opened after the start check).
+        """
+        if not is_text_task(task.message):
+            return None
+        chosen = self._backends.get(task.skill or "") or self._backends.get("*")
+        if chosen is None:
+            return None
+        backend, forwarder = chosen
+        if not task.trusted:
+            if not (backend.accept_untrusted and backend.toolless):
+                return None
+            if policy == OPEN_POLICY:
+                log.warning("task %s of untrusted peer %s stays in the inbox: backend %s accepts "
+                            "untrusted peers, which the inbound policy open does not allow",
+                            task.task_id, task.peer_aid, backend.match)
+                return None
+        return TaskClaim(module=MODULE, serve=forwarder.serve)
+
+    @staticmethod
+    def evidence_recorder(append: Any) -> Record:
+        """Evidence appends fsync; run them in a thread so the loop keeps serving."""
+
+        async def record(kind: str, data: dict[str, Any]) -> None:
+            await asyncio.to_thread(append, kind, data)
+
+        return record

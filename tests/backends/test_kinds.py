@@ -1,0 +1,99 @@
+"""Backend kinds through the hook: a third-party distribution from tests/, and the doctor."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from anet_backends.config import BackendsConfig
+from anet_backends.doctor import backends_check, declared_kinds
+from anet_backends.service import Backends, kinds_by_scheme
+from anet_core.config import load_config
+from anet_core.doctor import CheckContext
+from anet_core.errors import AnetError
+from anet_core.plugins import make_plugins
+from anet_core.records import CheckStatus
+from anet_core.settings import Settings
+from tests.backends.conftest import TOKEN, Recorder, inbound
+from tests.backends.sdk_backend import sdk_backend
+
+DISTRIBUTION = Path(__file__).parent / "kind_command"
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def kind_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Install tests/backends/kind_command as an editable install does: its source on sys.path
+    and a dist-info with the entry points its pyproject declares."""
+    project = tomllib.loads((DISTRIBUTION / "pyproject.toml").read_text())["project"]
+    site = tmp_path / "site"
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
+                                   f"Version: {project['version']}\n")
+    groups = project["entry-points"]
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in entries.items())
+        for group, entries in groups.items()))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(DISTRIBUTION))
+    yield
+    sys.modules.pop("anet_kind_command", None)
+
+
+async def test_hook_anet_backend_kinds(kind_command: None, tmp_path: Path) -> None:
+    plugins = make_plugins()
+    assert plugins.modules["kind_command"].distribution == "anet-kind-command"
+    kinds = kinds_by_scheme(declared_kinds(plugins.pm))
+    assert kinds["command"].name == "command" and kinds["unix"].name == "a2a"
+    # the scheme is accepted in config.json because an installed module declares it
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps({"modules": {"backends": {"backends": [
+        {"match": "*", "url": "command:///bin/cat"}]}}}))
+    config = load_config(config_path, plugins).module("backends", BackendsConfig)
+    evidence: list[str] = []
+
+    async def record(kind: str, data: dict) -> None:
+        evidence.append(kind)
+
+    service = Backends(config, kinds, record, idle_timeout_s=5)
+    claim = service.claim(inbound("through cat"), "trusted")
+    assert claim is not None
+    recorder = Recorder()
+    await claim.serve(inbound("through cat"), recorder)
+    assert recorder.texts("artifact") == ["through cat"]
+    assert recorder.kinds()[-1] == "complete" and evidence == ["anet.backend.forwarded"]
+
+
+def test_without_the_kind_its_scheme_is_refused_in_config(tmp_path: Path) -> None:
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps({"modules": {"backends": {"backends": [
+        {"match": "*", "url": "command:///bin/cat"}]}}}))
+    with pytest.raises(AnetError, match=r"backends\[0\].*url 'command:///bin/cat'.*installed backend kind"):
+        load_config(config_path, make_plugins())
+
+
+async def test_doctor_reports_each_backend_on_its_own_line(tmp_path: Path, sock_dir: Path,
+                                                           token_file: Path) -> None:
+    data = tmp_path / "node"
+    data.mkdir()
+    path = sock_dir / "a2a.sock"
+    (data / "config.json").write_text(json.dumps({"modules": {"backends": {"backends": [
+        {"match": "*", "url": f"unix://{path}", "token_file": str(token_file)},
+        {"match": "loose", "url": f"unix://{path}", "token_file": str(token_file),
+         "peer_check": "path-only"},
+        {"match": "gone", "url": f"unix://{sock_dir}/absent.sock"}]}}}))
+    ctx = CheckContext(settings=Settings(data_dir=data), plugins=make_plugins())
+    async with sdk_backend(path, streaming=True, token=TOKEN):
+        result = await backends_check(ctx)
+    lines = result.detail.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith(f"* → unix://{path}: ok: card 'SDK backend' readable, streaming")
+    assert "warn" in lines[1] and "peer_check: path-only" in lines[1]
+    assert "gone" in lines[2] and "fail: unreachable" in lines[2]
+    assert result.status is CheckStatus.FAIL and "2 with a problem" in result.summary
+

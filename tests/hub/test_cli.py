@@ -1,0 +1,105 @@
+"""``anet hub serve`` as a real process, the operator commands, ``anet join``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import aiohttp
+import pytest
+
+from anet_core.hub.client import HubClient
+from anet_core.identity import Identity
+from anet_core.network import JoinState
+
+COMMAND_TIMEOUT_S = 60
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def anet(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "anet_core.cli.main", *args], env=env, check=False,
+                          capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    return {**os.environ, "ANET_DATA_DIR": str(tmp_path / "node")}
+
+
+async def _wait_healthy(url: str, process: asyncio.subprocess.Process) -> None:
+    async with aiohttp.ClientSession() as session, asyncio.timeout(30):
+        while True:
+            assert process.returncode is None, "anet hub serve exited early"
+            try:
+                async with session.get(url + "/v1/health") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+
+
+async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env, until):
+    data, port = tmp_path / "hub", free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "anet_core.cli.main", "hub", "serve", "--listen",
+        f"127.0.0.1:{port}", "--data", str(data), "--approval",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    client = None
+    try:
+        await _wait_healthy(f"http://127.0.0.1:{port}", process)
+        identity = Identity.create(tmp_path / "alice" / "identity")
+        client = HubClient(identity, url=f"ws://127.0.0.1:{port}",
+                           pin_path=tmp_path / "alice" / "pin.json")
+        await client.start()
+        await until(lambda: client.status.state is JoinState.PENDING)
+
+        listed = await asyncio.to_thread(anet, "hub", "pending", "--data", str(data), "--json",
+                                         env=env)
+        assert [row["aid"] for row in json.loads(listed.stdout)] == [identity.aid]
+        approved = await asyncio.to_thread(anet, "hub", "approve", identity.aid, "--data",
+                                           str(data), env=env)
+        assert approved.returncode == 0, approved.stderr
+        await until(lambda: client.status.state is JoinState.REGISTERED)
+        official = await asyncio.to_thread(anet, "hub", "official", "add", identity.aid,
+                                           "--data", str(data), env=env)
+        assert official.stdout.split() == [identity.aid]
+        assert (await client.peer(identity.aid)).official is True
+        bad = await asyncio.to_thread(anet, "hub", "approve", "nope", "--data", str(data),
+                                      env=env)
+        assert bad.returncode == 1 and "'nope' is not an AID" in bad.stderr
+    finally:
+        if client is not None:
+            await client.close()
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            _, stderr = await process.communicate()
+    assert process.returncode == 0
+    log = stderr.decode()
+    assert "event=listening" in log and "event=registered" in log and "event=stopped" in log
+
+
+def test_hub_serve_refuses_a_bad_listen_address(tmp_path, env):
+    result = anet("hub", "serve", "--listen", "nonsense", "--data", str(tmp_path / "h"), env=env)
+    assert result.returncode == 1 and "expected HOST:PORT" in result.stderr
+
+
+def test_join_records_the_hub_url(tmp_path, env):
+    result = anet("join", "http://127.0.0.1:8765/", env=env)
+    assert result.returncode == 0, result.stderr
+    config = json.loads((tmp_path / "node" / "config.json").read_text())
+    assert config["hub"]["url"] == "ws://127.0.0.1:8765"
+    assert "anet up" in result.stdout
+    bad = anet("join", "ftp://example.org", env=env)
+    assert bad.returncode == 1 and "is not a hub URL" in bad.stderr

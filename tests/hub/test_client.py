@@ -1,0 +1,110 @@
+"""The node's hub link: join states and their sentences, backoff, URLs, open_hub_link."""
+
+from __future__ import annotations
+
+import re
+import socket
+from types import SimpleNamespace
+
+import pytest
+
+from anet_core.config import HubSection, NodeSection, SkillSection
+from anet_core.hub.client import (
+    BACKOFF_CAP_S,
+    HubClient,
+    backoff_delay,
+    normalize_hub_url,
+    open_hub_link,
+)
+from anet_core.identity import Identity
+from anet_core.network import HubError, JoinState, SearchQuery, Verification
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def fake_node(tmp_path, url: str | None) -> SimpleNamespace:
+    node_section = NodeSection(name="Alice", description="answers questions",
+                               skills=[SkillSection(id="qa", tags=["questions"])])
+    return SimpleNamespace(identity=Identity.create(tmp_path / "identity"),
+                           config=SimpleNamespace(hub=HubSection(url=url), node=node_section),
+                           paths=SimpleNamespace(root=tmp_path))
+
+
+async def test_not_joined(tmp_path):
+    async with open_hub_link(fake_node(tmp_path, None)) as link:
+        assert link.status.state is JoinState.NOT_JOINED
+        assert link.status.sentence == "Not joined to a hub: run `anet join <hub-url>`."
+        with pytest.raises(HubError) as caught:
+            await link.send({})
+        assert caught.value.reason == "not-joined" and "anet join" in caught.value.message
+
+
+async def test_unreachable_hub_sentence(tmp_path):
+    port = free_tcp_port()
+    async with open_hub_link(fake_node(tmp_path, f"ws://127.0.0.1:{port}")) as link:
+        status = link.status
+        assert status.state is JoinState.UNREACHABLE
+        assert re.fullmatch(rf"Hub ws://127\.0\.0\.1:{port} unreachable since "
+                            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00; retrying\.", status.sentence)
+        with pytest.raises(HubError) as caught:
+            await link.search(SearchQuery())
+        assert caught.value.reason == "hub-unreachable"
+
+
+async def test_open_hub_link_publishes_the_configured_card(tmp_path, hub, nodes):
+    node = fake_node(tmp_path, hub.url)
+    async with open_hub_link(node) as link:
+        assert link.status.state is JoinState.REGISTERED
+        assert (tmp_path / "hub-pin.json").exists()
+        watcher = await nodes.connect("watcher", hub)
+        page = None
+        for _ in range(100):
+            page = await watcher.search(SearchQuery(tag="questions"))
+            if page.peers:
+                break
+        [peer] = page.peers
+        assert peer.aid == node.identity.aid and peer.verification is Verification.VERIFIED
+        assert peer.card["skills"][0]["id"] == "qa"
+        await link.publish_card({"name": "Alice 2", "description": "", "skills": []})
+        assert (await watcher.peer(node.identity.aid)).card["name"] == "Alice 2"
+
+
+async def test_rejoin_follows_a_new_url(tmp_path, hub_factory):
+    first, second = await hub_factory(), await hub_factory()
+    client = HubClient(Identity.create(tmp_path / "identity"), url=first.url,
+                       pin_path=tmp_path / "pin.json")
+    await client.start()
+    try:
+        assert client.status.sentence == f"Registered at {first.url}."
+        status = await client.rejoin(second.url)
+        assert status.sentence == f"Registered at {second.url}."
+        assert second.state.relay.online(client._identity.aid)
+    finally:
+        await client.close()
+
+
+def test_backoff_is_capped_and_jittered():
+    delays = [backoff_delay(attempt) for attempt in range(40)]
+    assert all(0 < delay <= BACKOFF_CAP_S for delay in delays)
+    assert delays[0] <= 0.5 and max(delays) > BACKOFF_CAP_S / 2
+    assert len({round(backoff_delay(30), 6) for _ in range(20)}) > 1
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("http://127.0.0.1:8765", "ws://127.0.0.1:8765"),
+    ("https://Hub.Example.org/", "wss://hub.example.org"),
+    ("ws://h:1/v1/ws", "ws://h:1"),
+    ("wss://h/prefix/v1/ws", "wss://h/prefix"),
+])
+def test_hub_urls_are_normalized(given, expected):
+    assert normalize_hub_url(given) == expected
+
+
+@pytest.mark.parametrize("bad", ["ftp://h", "h:1", "ws://"])
+def test_bad_hub_urls_are_refused(bad):
+    with pytest.raises(ValueError, match="is not a hub URL"):
+        normalize_hub_url(bad)

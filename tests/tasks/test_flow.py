@@ -1,0 +1,354 @@
+"""The task layer between two nodes over the in-process relay: every rule of both sides."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from anet_core.evidence import verify
+from anet_core.tasks import TaskError
+from anet_core.tasks.protocol import ArtifactChunk
+from anet_core.wire import TaskState
+
+from .conftest import FakeHub, eventually, running_node, text
+
+pytestmark = pytest.mark.timeout(60)
+
+COMPLETED = "TASK_STATE_COMPLETED"
+
+
+def state(node, task_id: str) -> str:
+    return node.tasks.get(None, task_id)["status"]["state"]
+
+
+async def test_send_inbox_reply_receipt(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("hello"))
+        assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
+        assert task["metadata"]["anet.state_seq"] == 0
+        inbox = await eventually(lambda: b.tasks.provider.inbox())
+        assert inbox[0]["id"] == task["id"] and inbox[0]["peer"] == a.aid
+        assert inbox[0]["history"][0]["parts"] == [{"text": "hello"}]
+        await eventually(lambda: a.tasks.get(b.aid, task["id"])["metadata"].get("anet.reason")
+                         == "queued_for_operator")
+        await b.tasks.provider.reply(task["id"], "hi there")
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        done = a.tasks.get(b.aid, task["id"])
+        assert done["artifacts"][0]["parts"] == [{"text": "hi there"}]
+        assert done["metadata"]["anet.receipt_verified"] is True
+        assert done["metadata"]["anet.effect_status"] == "done"
+        assert done["metadata"]["anet.state_seq"] == 2
+        assert a.tasks.requester.receipt(task["id"])["provider"] == b.aid
+        assert b.tasks.provider.inbox() == []
+    for node_dir, node in (("a", a), ("b", b)):
+        report = verify(tmp_path / node_dir / "evidence" / "chain.jsonl",
+                        node.identity.verified_history)
+        assert report.ok and report.records >= 1
+
+
+async def test_stranger_rejected_and_new_node_closed_to_strangers(tmp_path: Path,
+                                                                  hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        task = await a.tasks.send(b.aid, text("let me in"))
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_REJECTED")
+        rejected = a.tasks.get(b.aid, task["id"])
+        assert rejected["metadata"]["anet.reason"] == "not_trusted"
+        assert rejected["metadata"]["anet.effect_status"] == "none"
+        assert rejected["metadata"]["anet.receipt_verified"] is True
+        assert b.tasks.provider.inbox() == []
+        b.tasks.set_policy("closed")
+        b.tasks.trust(a.aid)
+        closed = await a.tasks.send(b.aid, text("and now?", "m-2"))
+        await eventually(lambda: state(a, closed["id"]) == "TASK_STATE_REJECTED")
+        assert a.tasks.get(None, closed["id"])["metadata"]["anet.reason"] == "rejected_by_policy"
+
+
+async def test_open_policy_accepts_strangers(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.set_policy("open")
+        task = await a.tasks.send(b.aid, text("anyone home?"))
+        await eventually(lambda: b.tasks.provider.inbox())
+
+
+async def test_unregistered_node_refuses_and_creates_no_task(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        a.hub.registered = False
+        with pytest.raises(TaskError) as refused:
+            await a.tasks.send(b.aid, text("hello"))
+        assert refused.value.reference == "not-registered"
+        assert "has not joined a hub" in refused.value.message
+        assert a.tasks.list()["tasks"] == [] and a.store.outbox_count() == 0
+
+
+async def test_bad_input(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a:
+        for aid, reference in (("nope", "invalid-aid"), ("a" * 32, "unknown-agent"),
+                               (a.aid, "unknown-agent")):
+            with pytest.raises(TaskError) as error:
+                await a.tasks.send(aid, text("x"))
+            assert error.value.reference == reference and aid[:10] in error.value.message
+        with pytest.raises(TaskError, match="role"):
+            await a.tasks.send("b" * 32, {"messageId": "x", "role": "ROLE_AGENT",
+                                          "parts": [{"text": "x"}]})
+        with pytest.raises(TaskError, match="parts"):
+            await a.tasks.send("b" * 32, {"messageId": "x", "role": "ROLE_USER", "parts": []})
+        with pytest.raises(TaskError) as missing:
+            a.tasks.get(None, "no-such-task")
+        assert missing.value.reference == "task-not-found" and "no-such-task" in missing.value.message
+        assert a.tasks.list()["tasks"] == []
+
+
+async def test_idempotent_resend(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        first = await a.tasks.send(b.aid, text("once", contextId="ctx-1"))
+        again = await a.tasks.send(b.aid, text("once", contextId="ctx-1"))
+        assert again["id"] == first["id"]
+        # Without a contextId a message is never matched: a new task in a new context.
+        loose1 = await a.tasks.send(b.aid, text("loose"))
+        loose2 = await a.tasks.send(b.aid, text("loose"))
+        assert loose1["id"] != loose2["id"] and loose1["contextId"] != loose2["contextId"]
+        # Concurrent identical sends: one task, one envelope.
+        racing = await asyncio.gather(*[a.tasks.send(b.aid, text("race", "m-r", contextId="c"))
+                                        for _ in range(5)])
+        assert len({task["id"] for task in racing}) == 1
+        await eventually(lambda: len(b.tasks.provider.inbox()) == 4)
+        assert len([e for e in hub.seen if e["to"] == b.aid]) == 4
+        # A task id of another agent is "not found".
+        with pytest.raises(TaskError, match="no task"):
+            a.tasks.get("c" * 32, first["id"])
+
+
+async def test_multi_turn(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("book a table"))
+        await eventually(lambda: b.tasks.provider.inbox())
+        with pytest.raises(TaskError) as busy:
+            await a.tasks.send(b.aid, text("more", "m-2", taskId=task["id"]))
+        assert busy.value.reference == "task-not-waiting"
+        await b.tasks.provider.reply(task["id"], "for how many?", input_required=True)
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        question = a.tasks.get(b.aid, task["id"])["status"]["message"]
+        assert question["parts"] == [{"text": "for how many?"}]
+        follow = await a.tasks.send(b.aid, text("four", "m-2", taskId=task["id"]))
+        assert follow["id"] == task["id"]
+        await eventually(lambda: len(b.tasks.provider.inbox()[0]["history"]) == 3)
+        await b.tasks.provider.reply(task["id"], "booked")
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        history = a.tasks.get(b.aid, task["id"])["history"]
+        assert [m["parts"][0]["text"] for m in history] == ["book a table", "for how many?", "four"]
+        with pytest.raises(TaskError) as closed:
+            await a.tasks.send(b.aid, text("again", "m-3", taskId=task["id"]))
+        assert closed.value.reference == "task-terminal"
+
+
+async def test_cancel(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("long job"))
+        await eventually(lambda: b.tasks.provider.inbox())
+        canceled = await a.tasks.cancel(b.aid, task["id"])
+        assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+        assert canceled["metadata"]["anet.reason"] == "canceled_by_requester"
+        await eventually(lambda: b.tasks.provider.inbox() == [])
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get(
+            "anet.receipt_verified") is True)
+        with pytest.raises(TaskError) as again:
+            await a.tasks.cancel(b.aid, task["id"])
+        assert again.value.reference == "task-not-cancelable"
+
+
+async def test_cancel_before_the_hub_took_it_has_no_effect(tmp_path: Path, hub: FakeHub,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        await asyncio.sleep(0.05)  # the outbox loop has looked once and sleeps (up to 1 s)
+        monkeypatch.setattr(a.tasks.outbox, "wake", lambda: None)
+        task = await a.tasks.send(b.aid, text("queued"))
+        canceled = await a.tasks.cancel(b.aid, task["id"])
+        assert canceled["metadata"]["anet.effect_status"] == "none"
+        assert a.store.outbox_count() == 0
+        await asyncio.sleep(1.2)
+        assert hub.seen == []
+
+
+async def _send_while_hub_refuses_delivery(a, b):
+    # The link says registered while the hub drops: the message waits in the outbox.
+    hub = a.hub.hub
+    hub.up = True
+    hub.refuse = "rate-limited"
+    task = await a.tasks.send(b.aid, text("queued"))
+    await eventually(lambda: a.store.outbox_due(float("inf")) and
+                     a.store.outbox_due(float("inf"))[0].attempts >= 1)
+    return task
+
+
+async def test_outbox_retries_without_duplicates(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await _send_while_hub_refuses_delivery(a, b)
+        hub.refuse = None
+        a.tasks.outbox.wake()
+        await eventually(lambda: b.tasks.provider.inbox(), timeout=10)
+        assert len([e for e in hub.seen if e["to"] == b.aid]) == 1
+        assert state(a, task["id"]) == "TASK_STATE_SUBMITTED"
+
+
+async def test_hub_refusal_fails_task(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        hub.refuse = "too-large"
+        task = await a.tasks.send(b.aid, text("big"))
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_FAILED")
+        failed = a.tasks.get(None, task["id"])
+        assert failed["metadata"]["anet.reason"] == "hub_refused"
+        assert failed["metadata"]["anet.effect_status"] == "none"
+
+
+async def test_no_response_after(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub, no_response_after="200ms") as a, \
+            running_node(tmp_path / "b", hub) as b:
+        hub.receivers.pop(b.aid)  # b is offline: the hub keeps the envelope
+        task = await a.tasks.send(b.aid, text("anyone?"))
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_FAILED")
+        failed = a.tasks.get(None, task["id"])
+        assert failed["metadata"]["anet.reason"] == "no_response"
+        assert failed["metadata"]["anet.effect_status"] == "possible"
+
+
+async def test_restart_loses_nothing(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub), running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(next(aid for aid in hub.identities if aid != b.aid))
+        b_aid = b.aid
+    hub.refuse = "unreachable"  # A stops with its message still in the outbox
+    async with running_node(tmp_path / "a", hub) as a:
+        task = await a.tasks.send(b_aid, text("survive"))
+    hub.refuse = None
+    async with running_node(tmp_path / "a", hub):  # sent after A's restart; B is offline
+        await eventually(lambda: hub.queues[b_aid])
+    async with running_node(tmp_path / "b", hub) as b:
+        await eventually(lambda: b.tasks.provider.inbox())
+    async with running_node(tmp_path / "b", hub) as b:  # still in the inbox after B's restart
+        assert b.tasks.provider.inbox()[0]["id"] == task["id"]
+        await b.tasks.provider.reply(task["id"], "still here")  # B stops before it is sent
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub):
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        assert a.tasks.get(b_aid, task["id"])["metadata"]["anet.receipt_verified"] is True
+        assert len([e for e in hub.seen if e["to"] == b_aid]) == 1
+
+
+async def test_tampered_replayed_misaddressed_envelopes(tmp_path: Path, hub: FakeHub,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="anet.tasks.inbound")
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b, \
+            running_node(tmp_path / "c", hub) as c:
+        b.tasks.set_policy("open")
+        await a.tasks.send(b.aid, text("original"))
+        await eventually(lambda: len(b.tasks.provider.inbox()) == 1)
+        original = next(e for e in hub.seen if e["to"] == b.aid)
+        await b.tasks.receiver(dict(original))  # replayed
+        tampered = dict(original, ct=original["ct"][:-4] + ("AAAA" if original["ct"][-4:] != "AAAA"
+                                                              else "BBBB"))
+        tampered["id"] = original["id"][:-2] + ("AA" if original["id"][-2:] != "AA" else "BA")
+        await b.tasks.receiver(tampered)
+        await c.tasks.receiver(dict(original))  # misaddressed: for b, given to c
+        await b.tasks.receiver({"v": 1, "nonsense": True})
+        assert len(b.tasks.provider.inbox()) == 1 and c.tasks.provider.inbox() == []
+    reasons = " ".join(record.getMessage() for record in caplog.records)
+    for word in ("replayed", "tampered", "misaddressed", "malformed"):
+        assert word in reasons
+
+
+async def _held_updates(a, b, task_id: str, hub: FakeHub) -> list[dict]:
+    """B reports working, an artifact, then completes, while A's envelopes are held back."""
+    hub.receivers.pop(a.aid)
+    provider = b.tasks.provider
+    await provider.report(task_id, TaskState.TASK_STATE_WORKING, message=None, chunks=[],
+                          final_artifacts=None, reason=None)
+    chunk = ArtifactChunk(artifact={"artifactId": "art", "parts": [{"text": "part 1"}]})
+    await provider.report(task_id, TaskState.TASK_STATE_WORKING, message=None, chunks=[chunk],
+                          final_artifacts=None, reason=None)
+    await provider.reply(task_id, "done")
+    await eventually(lambda: len(hub.queues[a.aid]) == 3)
+    return hub.queues.pop(a.aid)
+
+
+async def test_out_of_order_and_duplicate_updates(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("stream"))
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
+        seq2, seq3, seq4 = await _held_updates(a, b, task["id"], hub)
+        subscription = a.tasks.subscribe(b.aid, task["id"])
+        await a.tasks.receiver(seq3)  # ahead of a gap: held
+        assert a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1
+        await a.tasks.receiver(seq2)  # fills the gap: 2 and 3 applied
+        current = a.tasks.get(None, task["id"])
+        assert current["metadata"]["anet.state_seq"] == 3
+        assert current["artifacts"][0]["parts"] == [{"text": "part 1"}]
+        await a.tasks.receiver(seq4)
+        await a.tasks.receiver(seq4)  # replayed: refused, nothing changes
+        assert state(a, task["id"]) == COMPLETED
+        events = [event async for event in subscription]
+        assert [next(iter(event)) for event in events] == [
+            "task", "statusUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"]
+
+
+async def test_terminal_update_after_a_gap_is_applied(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("stream"))
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
+        seq2, seq3, seq4 = await _held_updates(a, b, task["id"], hub)
+        await a.tasks.receiver(seq4)
+        await a.tasks.receiver(seq2)
+        await a.tasks.receiver(seq3)
+        done = a.tasks.get(None, task["id"])
+        assert done["status"]["state"] == COMPLETED and done["metadata"]["anet.state_seq"] == 4
+        assert done["metadata"]["anet.receipt_verified"] is True
+        assert [artifact["artifactId"] for artifact in done["artifacts"]][0] == "art"
+        assert a.store.held_update(task["id"], 3) is None
+
+
+async def test_subscribe_fan_out(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("watch me"))
+
+        async def collect() -> list[dict]:
+            return [event async for event in a.tasks.subscribe(b.aid, task["id"])]
+
+        first, second = asyncio.create_task(collect()), asyncio.create_task(collect())
+        quitter = a.tasks.subscribe(b.aid, task["id"])
+        quitter.close()
+        await eventually(lambda: b.tasks.provider.inbox())
+        await b.tasks.provider.reply(task["id"], "done")
+        one, two = await asyncio.wait_for(asyncio.gather(first, second), 5)
+        assert one == two
+        assert "task" in one[0]
+        kinds = [next(iter(event)) for event in one]
+        assert kinds[-2:] == ["artifactUpdate", "statusUpdate"]
+        assert one[-1]["statusUpdate"]["status"]["state"] == COMPLETED
+        assert state(a, task["id"]) == COMPLETED
+
+
+async def test_list_filters_and_pages(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+        ids = [(await a.tasks.send(b.aid, text(f"t{i}", f"m{i}", contextId="ctx")))["id"]
+               for i in range(5)]
+        page = a.tasks.list(b.aid, page_size=2)
+        assert page["totalSize"] == 5 and len(page["tasks"]) == 2 and page["nextPageToken"]
+        seen = [task["id"] for task in page["tasks"]]
+        while page["nextPageToken"]:
+            page = a.tasks.list(b.aid, page_size=2, page_token=page["nextPageToken"])
+            seen += [task["id"] for task in page["tasks"]]
+        assert sorted(seen) == sorted(ids)
+        assert a.tasks.list(context_id="other")["totalSize"] == 0
+        assert "artifacts" not in a.tasks.list()["tasks"][0]
+        with pytest.raises(TaskError):
+            a.tasks.list(page_size=0)
+        with pytest.raises(TaskError):
+            a.tasks.list(page_token="garbage!")
