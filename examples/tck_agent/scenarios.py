@@ -16,7 +16,9 @@ from a2a.helpers import new_data_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Part, Task, TaskState, TaskStatus
+from a2a.types import Message, Part
+
+from examples.task_turns import open_task
 
 # The kit waits for streams with a 2 s timeout and wants the resubscribe task alive for twice that.
 RESUBSCRIBE_HOLD_S = 4.0
@@ -122,7 +124,6 @@ SCENARIOS: dict[str, Scenario] = {
     "tck-stream-artifact-chunked": stream_chunked,
     "test-resubscribe-message-id": long_running,
 }
-MESSAGE_ONLY = frozenset({message_response})
 
 
 def scenario_for(message_id: str) -> Scenario:
@@ -139,15 +140,13 @@ class TckScenarioExecutor(AgentExecutor):
         assert context.task_id is not None and context.context_id is not None
         assert context.message is not None
         scenario = scenario_for(context.message.message_id)
-        if context.current_task is None and scenario not in MESSAGE_ONLY:
-            # The SDK wants the Task itself before any status update of a new task.
-            await event_queue.enqueue_event(Task(
-                id=context.task_id, context_id=context.context_id,
-                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                history=[context.message]))
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if scenario is message_response:  # a reply without a task: nothing to announce
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        else:
+            updater = await open_task(context, event_queue)
         await scenario(Turn(updater, context.message, event_queue, self.resubscribe_hold_s))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        # The SDK builds this context from the stored task, so its contextId is the task's.
         assert context.task_id is not None and context.context_id is not None
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()

@@ -13,9 +13,10 @@ from a2a.helpers import new_data_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Part, Task, TaskState, TaskStatus
+from a2a.types import Message, Part, TaskState
 from google.protobuf.json_format import MessageToDict
 
+from examples.task_turns import open_task
 from examples.text_agent.skill_requests import (
     RequestError,
     SkillRequest,
@@ -58,15 +59,7 @@ def request_for_turn(context: RequestContext) -> SkillRequest:
 
 class TextAgentExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id is not None and context.context_id is not None
-        assert context.message is not None
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        if context.current_task is None:
-            # The SDK wants the Task itself before any status update of a new task.
-            await event_queue.enqueue_event(Task(
-                id=context.task_id, context_id=context.context_id,
-                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                history=[context.message]))
+        updater = await open_task(context, event_queue)
         try:
             request = request_for_turn(context)
             validate(request)
@@ -94,5 +87,6 @@ class TextAgentExecutor(AgentExecutor):
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        # The SDK builds this context from the stored task, so its contextId is the task's.
         assert context.task_id is not None and context.context_id is not None
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()

@@ -218,3 +218,21 @@ async def test_jsonrpc_is_served_with_a_trailing_slash_too(
     async with tck_agent_server.http(**{"A2A-Version": "1.0"}) as http:
         response = await http.post("/a2a/jsonrpc/", json=body)
     assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_follow_ups_that_name_only_the_task_keep_its_context(
+        tck_agent_server: RunningAgent) -> None:
+    # The kit's history checks: several turns on one task, none of them with a contextId.
+    async with tck_agent_server.client() as client:
+        first = final_task(await send(client, user_message(
+            "start", scenario_id("tck-input-required"))))
+        for text in ("one", "two"):
+            again = final_task(await send(client, user_message(
+                text, scenario_id("tck-input-required"), task_id=first.id)))
+            assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        done = final_task(await send(client, user_message(
+            "end", scenario_id("tck-complete-task"), task_id=first.id)))
+    assert done.status.state == COMPLETED
+    assert done.context_id == first.context_id
+    said = [get_message_text(m) for m in done.history if m.role == Role.ROLE_USER]
+    assert said == ["start", "one", "two", "end"]

@@ -196,6 +196,17 @@ async def test_empty_message_with_metadata_keeps_the_transform_mode(
     assert reply_and_numbers(second)[0] == "QUIET"
 
 
+async def test_follow_ups_that_name_only_the_task_keep_its_context(
+        text_agent_server: RunningAgent) -> None:
+    async with text_agent_server.client() as client:
+        first = only_task(await send(client, user_message("transform slug")))
+        second = only_task(await send(client, user_message(" ", task_id=first.id)))
+        assert second.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        third = only_task(await send(client, user_message("Still Here", task_id=first.id)))
+    assert third.context_id == first.context_id
+    assert reply_and_numbers(third)[0] == "still-here"
+
+
 async def test_cancel_a_task_waiting_for_input(text_agent_server: RunningAgent) -> None:
     async with text_agent_server.client() as client:
         waiting = only_task(await send(client, user_message("stats")))
