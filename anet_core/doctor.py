@@ -10,31 +10,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from anet_core.config import Config, load_config
+from anet_core.cli.context import CliContext
 from anet_core.control.client import ControlClient
 from anet_core.daemon import running_pid
 from anet_core.errors import AnetError
 from anet_core.plugins import Plugins
 from anet_core.records import CheckResult, CheckStatus, DoctorCheck
-from anet_core.settings import DataPaths, Settings
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class CheckContext:
+class CheckContext(CliContext):
     """What a check may look at. ``config`` raises :class:`AnetError` when config.json is bad."""
-
-    settings: Settings
-    plugins: Plugins
-
-    @property
-    def paths(self) -> DataPaths:
-        return self.settings.paths
-
-    @cached_property
-    def config(self) -> Config:
-        return load_config(self.paths.config, self.plugins)
 
     @cached_property
     def daemon_pid(self) -> int | None:
@@ -99,7 +87,7 @@ async def _run_one(check: DoctorCheck, ctx: CheckContext) -> Outcome:
                                   f"report it to the {check.module} module's authors")
     except AnetError as error:
         result = CheckResult(CheckStatus.FAIL, error.message, detail=error.detail, hint=error.hint)
-    except Exception as error:  # noqa: BLE001 - one broken check must not hide the others
+    except Exception as error:
         log.debug("doctor check %s crashed", check.name, exc_info=True)
         result = CheckResult(CheckStatus.FAIL, f"the check crashed: {type(error).__name__}: "
                              f"{error}", hint=f"report it to the {check.module} module's authors")

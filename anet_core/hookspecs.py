@@ -151,7 +151,7 @@ def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
                 return None
 
             async def serve(task, responder):
-                await responder.complete(text="hello")
+                await responder.complete("hello")
 
             return TaskClaim(module="greeter", serve=serve)
     """

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from anet_core.identity import VerifiedHistory
 
 
 class JoinState(str, Enum):
@@ -49,6 +52,8 @@ class PeerInfo:
 
     ``card`` (the signed network card, parsed) and ``card_bytes`` (exactly as signed) are set
     only when ``verification`` is VERIFIED; nothing the agent said is passed on otherwise.
+    ``history`` is the verified key history (set whenever it verified, card or not): envelopes
+    and receipts from the agent are checked against it.
     """
 
     aid: str
@@ -59,6 +64,7 @@ class PeerInfo:
     card_bytes: bytes | None = None
     encryption_key: str | None = None
     key_seq: int | None = None
+    history: VerifiedHistory | None = None
     last_seen: float | None = None
     review_count: int = 0
     avg_rating: float | None = None

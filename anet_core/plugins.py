@@ -21,6 +21,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "anet_core.builtins.core_checks",
     "anet_core.builtins.core_routes",
     "anet_core.hub.plugin",
+    "anet_core.builtins.task_routes",
+    "anet_core.builtins.task_commands",
 )
 """Built-in parts of the core, registered through the same hooks as any module."""
 

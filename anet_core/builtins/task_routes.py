@@ -46,6 +46,10 @@ class ReplyRequest(_Request):
     input_required: bool = Field(default=False, alias="inputRequired")
 
 
+class TaskIdRequest(_Request):
+    task_id: str = Field(alias="taskId")
+
+
 class RejectRequest(_Request):
     task_id: str = Field(alias="taskId")
     reason: str | None = None
@@ -112,9 +116,13 @@ async def list_tasks(request: web.Request) -> web.Response:
         page_size = int(query.get("pageSize", "50"))
     except ValueError:
         raise TaskError("invalid-params", f"pageSize {query['pageSize']!r} is not a number")
-    return web.json_response(_layer(request).list(
-        query.get("aid"), context_id=query.get("contextId"), state=query.get("status"),
-        page_size=page_size, page_token=query.get("pageToken", ""), include_artifacts=True))
+    layer = _layer(request)
+    page = layer.list(query.get("aid"), context_id=query.get("contextId"),
+                      state=query.get("status"), page_size=page_size,
+                      page_token=query.get("pageToken", ""), include_artifacts=True)
+    page["tasks"] = [task | {"peer": layer.requester.peer_of(task["id"])}
+                     for task in page["tasks"]]
+    return web.json_response(page)
 
 
 @_route("GET", "/task/{task_id}")
@@ -122,7 +130,8 @@ async def get_task(request: web.Request) -> web.Response:
     """A task this node sent, or else one it received (the operator sees both)."""
     layer, task_id = _layer(request), request.match_info["task_id"]
     try:
-        return web.json_response(layer.get(None, task_id) | {"role": "requester"})
+        return web.json_response(layer.get(None, task_id) | {
+            "role": "requester", "peer": layer.requester.peer_of(task_id)})
     except TaskError:
         received = layer.provider.received(task_id)
         if received is None:
@@ -132,7 +141,7 @@ async def get_task(request: web.Request) -> web.Response:
 
 @_route("POST", "/cancel")
 async def cancel(request: web.Request) -> web.Response:
-    body = await _body(request, RejectRequest)
+    body = await _body(request, TaskIdRequest)
     return web.json_response(await _layer(request).cancel(None, body.task_id))
 
 

@@ -67,7 +67,7 @@ class PeerVerifier:
         fresh = entry.last_seen is not None and now - entry.last_seen <= self.freshness_s
         common = {"aid": aid, "key_state": KeyState.FRESH if fresh else KeyState.STALE,
                   "official": aid in official, "encryption_key": b64u(history.encryption_key),
-                  "key_seq": history.key_seq, "last_seen": entry.last_seen,
+                  "key_seq": history.key_seq, "history": history, "last_seen": entry.last_seen,
                   "review_count": entry.review_count, "avg_rating": entry.avg_rating}
         if entry.card is None:
             return PeerInfo(verification=Verification.UNVERIFIED, **common)

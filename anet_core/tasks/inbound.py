@@ -67,7 +67,7 @@ class EnvelopeReceiver:
                 self._refuse(header.id, header.sender, "unknown-sender", error.message)
                 return
             raise  # the hub keeps the envelope and delivers it again
-        history = getattr(peer, "history", None)
+        history = peer.history
         if not isinstance(history, VerifiedHistory):
             self._refuse(header.id, header.sender, "unknown-key",
                          "the hub gave no verified key history for the sender")

@@ -133,7 +133,7 @@ class TaskLayer:
             await asyncio.sleep(interval)
             try:
                 await self._services.run(self.requester.fail_silent_tasks(after, time.time()))
-            except Exception:  # noqa: BLE001 - keep watching
+            except Exception:
                 log.exception("checking for silent tasks failed")
 
     async def _forget_old_envelope_ids(self) -> None:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("anet.tasks.outbox")
 
-PERMANENT_REFUSALS = frozenset({"unknown-agent", "unknown-recipient", "too-large",
-                                "envelope-too-large", "malformed", "misaddressed"})
+PERMANENT_REFUSALS = frozenset({"unknown-agent", "unknown-recipient", "envelope-too-large",
+                                "malformed-envelope", "wrong-sender", "too-large"})
 """Hub refusals that no retry can cure; anything else (unreachable, rate limits) is retried."""
 FIRST_RETRY_S = 0.5
 MAX_RETRY_S = 60.0
@@ -65,7 +65,7 @@ class Outbox:
             if self._node.hub.status.state is JoinState.REGISTERED:
                 try:
                     await self.flush()
-                except Exception:  # noqa: BLE001 - the loop must outlive any one failure
+                except Exception:
                     log.exception("the outbox could not send; retrying")
             next_at = self._store.outbox_next_attempt()
             delay = IDLE_CHECK_S if next_at is None else min(IDLE_CHECK_S,
@@ -98,7 +98,8 @@ class Outbox:
                 log.warning("the hub refused envelope %s of task %s for good: %s (%s)",
                             entry.envelope["id"] if entry.envelope else "(unsealed)",
                             entry.task_id, error.reason, error.message)
-                await self._finish(entry, lambda: self._on_refused(entry, error))
+                refusal = error  # the except block unbinds ``error`` when it ends
+                await self._finish(entry, lambda: self._on_refused(entry, refusal))
                 return True
             delay = retry_delay(entry.attempts)
             log.info("task %s: the hub did not take the message (%s); retrying in %.1f s",

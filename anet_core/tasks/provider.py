@@ -162,7 +162,7 @@ class Provider:
     def _claim(self, inbound: InboundTask) -> TaskClaim | None:
         try:
             return self._node.plugins.hook.anet_take_task(node=self._node, task=inbound)
-        except Exception:  # noqa: BLE001 - a broken module leaves the task to the operator
+        except Exception:
             log.exception("anet_take_task failed for task %s; it goes to the inbox",
                           inbound.task_id)
             return None
@@ -178,7 +178,7 @@ class Provider:
             await claim.serve(inbound, responder)
         except asyncio.CancelledError:
             raise  # the node stops; the task moves to the inbox when it starts again
-        except Exception as error:  # noqa: BLE001 - report it to the requester, keep the node
+        except Exception as error:
             log.exception("module %s failed on task %s", claim.module, inbound.task_id)
             await responder.fail(f"the agent's module failed: {type(error).__name__}")
         else:
@@ -247,6 +247,21 @@ class Provider:
                 return
             self._emit(stored, state, effects, message=message, chunks=chunks,
                        final_artifacts=final_artifacts, reason=reason)
+        await self._run_effects(effects)
+
+    async def release(self, task_id: str, reason: str) -> None:
+        """A module gives a task up: it goes to the operator's inbox."""
+        effects = Effects()
+        with self._store.transaction():
+            stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+            if stored is None or state_of(stored.task).is_terminal:
+                return
+            log.info("task %s: module %s left it to the operator: %s", task_id,
+                     stored.served_by, reason)
+            self._to_inbox(stored, effects)
+        responder = self._responders.pop(task_id, None)
+        if responder is not None:
+            responder.end(cancelled=False)
         await self._run_effects(effects)
 
     def move_orphans_to_inbox(self) -> int:

@@ -18,7 +18,13 @@ import time
 from typing import Any
 
 from anet_core.canonical import b64u, canonical_json
-from anet_core.identity import DocumentError, Identity, VerifiedHistory, sign_document, verify_document
+from anet_core.identity import (
+    DocumentError,
+    Identity,
+    VerifiedHistory,
+    sign_document,
+    verify_document,
+)
 
 RECEIPT_TYPE = "anet.receipt/v1"
 

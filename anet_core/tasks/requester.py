@@ -7,7 +7,6 @@ decides itself: cancel, no answer for ``no_response_after``, a hub that refuses 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -35,7 +34,14 @@ from anet_core.tasks.common import (
     text_message,
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
-from anet_core.tasks.protocol import EffectStatus, Reason, TaskCancel, TaskMessage, TaskUpdate, wire_body
+from anet_core.tasks.protocol import (
+    EffectStatus,
+    Reason,
+    TaskCancel,
+    TaskMessage,
+    TaskUpdate,
+    wire_body,
+)
 from anet_core.tasks.receipts import check_receipt
 from anet_core.wire import LIST_TASKS_MAX_PAGE_SIZE, Message, Role, TaskState, parse_timestamp
 
@@ -148,6 +154,10 @@ class Requester:
         after a terminal state. Taken in one step with the snapshot: nothing falls between."""
         stored = self._task_of(aid, task_id)
         return self._events.subscribe(task_id, stored.task)
+
+    def peer_of(self, task_id: str) -> str:
+        """The AID of the agent a task was sent to."""
+        return self._task_of(None, task_id).peer_aid
 
     def receipt(self, task_id: str) -> dict[str, Any] | None:
         """The provider's signed receipt of a finished task (for reviews), if it came."""

@@ -80,6 +80,12 @@ class Responder:
         await self._report(TaskState.TASK_STATE_REJECTED, message or reason,
                            reason=Reason.REJECTED_BY_PROVIDER, final=[])
 
+    async def to_inbox(self, reason: str) -> None:
+        """Give the task up: it waits in the operator's inbox (``queued_for_operator``) and
+        this responder ends. ``reason`` (one line, no secrets) goes to the log."""
+        if not self._ended:
+            await self._provider.release(self.task.task_id, reason)
+
     # --- used by the task layer ---------------------------------------------------------------
 
     def deliver(self, message: dict[str, Any]) -> None:

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from anet_core import hookimpl
 from anet_core.evidence import verify
-from anet_core.tasks import TaskError
+from anet_core.plugins import make_plugins
+from anet_core.records import InboundTask, TaskClaim
+from anet_core.tasks import Responder, TaskError
 from anet_core.tasks.protocol import ArtifactChunk
 from anet_core.wire import TaskState
 
@@ -70,7 +73,7 @@ async def test_stranger_rejected_and_new_node_closed_to_strangers(tmp_path: Path
 async def test_open_policy_accepts_strangers(tmp_path: Path, hub: FakeHub) -> None:
     async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
         b.tasks.set_policy("open")
-        task = await a.tasks.send(b.aid, text("anyone home?"))
+        await a.tasks.send(b.aid, text("anyone home?"))
         await eventually(lambda: b.tasks.provider.inbox())
 
 
@@ -352,3 +355,79 @@ async def test_list_filters_and_pages(tmp_path: Path, hub: FakeHub) -> None:
             a.tasks.list(page_size=0)
         with pytest.raises(TaskError):
             a.tasks.list(page_token="garbage!")
+
+
+class _Interviewer:
+    """A module that asks one question, streams an artifact, then completes; or waits forever
+    (``skill="slow"``) until the requester cancels."""
+
+    def __init__(self) -> None:
+        self.cancelled = asyncio.Event()
+
+    @hookimpl
+    def anet_take_task(self, node, task: InboundTask) -> TaskClaim:
+        async def serve(task: InboundTask, responder: Responder) -> None:
+            if task.skill == "slow":
+                await responder.working("thinking")
+                await responder.cancelled.wait()
+                self.cancelled.set()
+                await responder.complete("too late")  # ignored: the task has ended
+                return
+            await responder.input_required("which language?")
+            answer = await responder.next_message()
+            await responder.artifact({"artifactId": "a1", "parts": [{"text": "bon"}]},
+                                     last_chunk=False)
+            await responder.artifact({"artifactId": "a1", "parts": [{"text": "jour"}]},
+                                     append=True)
+            await responder.complete(f"done in {answer['parts'][0]['text']}")
+
+        return TaskClaim(module="interviewer", serve=serve)
+
+
+async def test_module_serves_through_the_responder(tmp_path: Path, hub: FakeHub) -> None:
+    module = _Interviewer()
+    plugins = make_plugins(load_entry_points=False)
+    plugins.pm.register(module, name="interviewer")
+    async with running_node(tmp_path / "a", hub) as a, \
+            running_node(tmp_path / "b", hub, plugins=plugins) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("greet"))
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        await a.tasks.send(b.aid, text("french", "m-2", taskId=task["id"]))
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        done = a.tasks.get(b.aid, task["id"])
+        assert done["artifacts"] == [{"artifactId": "a1", "parts": [{"text": "bon"},
+                                                                     {"text": "jour"}]}]
+        assert done["status"]["message"]["parts"] == [{"text": "done in french"}]
+        assert done["metadata"]["anet.receipt_verified"] is True
+        assert b.tasks.provider.inbox() == []
+
+        slow = await a.tasks.send(b.aid, text("ponder", "m-3"), skill="slow")
+        await eventually(lambda: a.tasks.get(None, slow["id"])["metadata"]["anet.state_seq"] >= 2)
+        await a.tasks.cancel(b.aid, slow["id"])
+        await asyncio.wait_for(module.cancelled.wait(), 5)
+        await eventually(lambda: b.tasks.provider.received(slow["id"])["status"]["state"]
+                         == "TASK_STATE_CANCELED")
+
+
+async def test_module_can_leave_a_task_to_the_operator(tmp_path: Path, hub: FakeHub) -> None:
+    class Declines:
+        @hookimpl
+        def anet_take_task(self, node, task: InboundTask) -> TaskClaim:
+            async def serve(task: InboundTask, responder: Responder) -> None:
+                await responder.to_inbox("the backend is not configured")
+                await responder.complete("ignored")
+
+            return TaskClaim(module="declines", serve=serve)
+
+    plugins = make_plugins(load_entry_points=False)
+    plugins.pm.register(Declines(), name="declines")
+    async with running_node(tmp_path / "a", hub) as a, \
+            running_node(tmp_path / "b", hub, plugins=plugins) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("hello"))
+        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get("anet.reason")
+                         == "queued_for_operator")
+        await b.tasks.provider.reply(task["id"], "from the operator")
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)

@@ -1,0 +1,121 @@
+"""The SQLite store: schema versions, transactions, keys, outbox order, replay ids, paging."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from anet_core.store import (
+    SCHEMA_VERSION,
+    InboundPolicy,
+    StoredTask,
+    StoreError,
+    TaskRole,
+    open_store,
+)
+
+
+def task(task_id: str, updated_at: float, *, role: TaskRole = TaskRole.REQUESTER) -> StoredTask:
+    return StoredTask(id=task_id, role=role, peer_aid="p" * 32, context_id="ctx",
+                      state="TASK_STATE_SUBMITTED", state_seq=0, skill=None,
+                      task={"id": task_id, "status": {"state": "TASK_STATE_SUBMITTED"}},
+                      receipt=None, served_by=None, created_at=updated_at,
+                      updated_at=updated_at, last_heard_at=updated_at)
+
+
+async def test_schema_version_and_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "anet.db"
+    async with open_store(path) as store:
+        with store.transaction():
+            store.insert_task(task("t-00000001", 1.0))
+            store.set_inbound_policy(InboundPolicy.OPEN)
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    connection.close()
+    async with open_store(path) as store:
+        assert store.get_task("t-00000001") is not None
+        assert store.inbound_policy is InboundPolicy.OPEN
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "anet.db"
+    connection = sqlite3.connect(path)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    connection.close()
+    with pytest.raises(StoreError, match="knows up to"):
+        async with open_store(path):
+            pass
+
+
+async def test_transaction_is_all_or_nothing(tmp_path: Path) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        assert store.inbound_policy is InboundPolicy.TRUSTED  # the default
+        with pytest.raises(RuntimeError), store.transaction():
+            store.insert_task(task("t-00000001", 1.0))
+            store.add_message(TaskRole.REQUESTER, "p" * 32, "ctx", "m-1", "t-00000001")
+            raise RuntimeError("crash in the middle")
+        assert store.get_task("t-00000001") is None
+        assert store.message_task(TaskRole.REQUESTER, "p" * 32, "ctx", "m-1") is None
+
+
+async def test_role_and_peer_scope_lookups(tmp_path: Path) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        store.insert_task(task("t-00000001", 1.0))
+        assert store.get_task("t-00000001", peer_aid="q" * 32) is None
+        assert store.get_task("t-00000001", role=TaskRole.PROVIDER) is None
+        assert store.get_task("t-00000001", role=TaskRole.REQUESTER, peer_aid="p" * 32)
+
+
+async def test_outbox_keeps_order_and_envelope(tmp_path: Path) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        for n in range(3):
+            store.enqueue("p" * 32, {"n": n}, task_id="t")
+        first, *_ = store.outbox_due(time.time())
+        store.outbox_sealed(first.seq, {"id": "env-1", "to": "p" * 32})
+        store.outbox_retry_later(first.seq, time.time() + 60, "hub-unreachable")
+        assert store.outbox_due(time.time()) == []  # nothing overtakes a waiting entry
+        again = store.outbox_due(time.time() + 61)
+        assert [entry.body["n"] for entry in again] == [0, 1, 2]
+        assert again[0].envelope == {"id": "env-1", "to": "p" * 32} and again[0].attempts == 1
+        assert store.outbox_sent_any("t")
+        assert store.outbox_withdraw("t") == 3 and store.outbox_count() == 0
+
+
+async def test_seen_envelopes_expire(tmp_path: Path) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        assert store.mark_seen("e1", "p" * 32, expires_at=100.0)
+        assert not store.mark_seen("e1", "p" * 32, expires_at=100.0)
+        assert store.forget_expired_envelopes(now=50.0) == 0 and store.was_seen("e1")
+        assert store.forget_expired_envelopes(now=150.0) == 1 and not store.was_seen("e1")
+
+
+async def test_pages_newest_first_with_ties(tmp_path: Path) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        for n in range(7):
+            store.insert_task(task(f"t-{n:08d}", 10.0 if n < 4 else float(n)))
+        page = store.list_tasks(TaskRole.REQUESTER, page_size=3)
+        ids = [t.id for t in page.tasks]
+        while page.next_page_token:
+            page = store.list_tasks(TaskRole.REQUESTER, page_size=3,
+                                    page_token=page.next_page_token)
+            ids += [t.id for t in page.tasks]
+        assert ids == ["t-00000003", "t-00000002", "t-00000001", "t-00000000", "t-00000006",
+                       "t-00000005", "t-00000004"]
+        assert page.total_size == 7
+        assert store.list_tasks(TaskRole.REQUESTER, updated_since=6.0).total_size == 5
+
+
+async def test_trust_list_and_inbox(tmp_path: Path) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        assert store.trust("a" * 32) and not store.trust("a" * 32)
+        assert store.is_trusted("a" * 32) and [aid for aid, _ in store.trusted()] == ["a" * 32]
+        assert store.distrust("a" * 32) and not store.distrust("a" * 32)
+        store.insert_task(task("t-00000001", 1.0, role=TaskRole.PROVIDER))
+        store.to_inbox("t-00000001")
+        assert [t.id for t in store.inbox()] == ["t-00000001"]
+        store.out_of_inbox("t-00000001")
+        assert store.inbox() == []
