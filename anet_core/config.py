@@ -97,10 +97,12 @@ def read_raw(path: Path) -> dict[str, Any]:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise AnetError("config-invalid-json",
-                        f"{path}: line {error.lineno} column {error.colno}: invalid JSON: {error.msg}",
-                        hint="fix the file, or move it away and run `anet init` for a fresh one")
+                        f"{path}: line {error.lineno} column {error.colno}: "
+                        f"invalid JSON: {error.msg}",
+                        hint="fix the file, or move it away and run `anet init` for a fresh one",
+                        ) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise AnetError("config-unreadable", f"{path}: cannot be read: {error}")
+        raise AnetError("config-unreadable", f"{path}: cannot be read: {error}") from None
     if not isinstance(raw, dict):
         raise AnetError("config-invalid", f"{path}: expected a JSON object at the top, "
                         f"got {type(raw).__name__}")
@@ -119,7 +121,7 @@ def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBloc
     try:
         parsed = ConfigFile.model_validate(raw)
     except ValidationError as error:
-        raise _invalid(path, error, prefix=())
+        raise _invalid(path, error, prefix=()) from None
     modules = _gather_borrowed_keys(path, dict(parsed.modules), models)
     for name in sorted(set(modules) - set(models)):
         if name in failed:
@@ -138,7 +140,7 @@ def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBloc
         try:
             validated[name] = block.model.model_validate(modules.get(name, {}))
         except ValidationError as error:
-            raise _invalid(path, error, prefix=("modules", name))
+            raise _invalid(path, error, prefix=("modules", name)) from None
     return Config(path=path, node=parsed.node, hub=parsed.hub, blocks=validated)
 
 
@@ -178,7 +180,8 @@ def _invalid(path: Path, error: ValidationError, prefix: tuple[str, ...]) -> Ane
     first = error.errors()[0]
     where = format_location(prefix + tuple(first["loc"]))
     got = first.get("input")
-    shown = "" if first["type"] in {"missing", "extra_forbidden"} else f" (got {json.dumps(got, default=str)})"
+    shown = ("" if first["type"] in {"missing", "extra_forbidden"}
+             else f" (got {json.dumps(got, default=str)})")
     message = first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown key"

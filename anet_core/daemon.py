@@ -49,7 +49,7 @@ def _hold_pid_file(paths: DataPaths) -> IO[str]:
         handle.close()
         raise AnetError("daemon-already-running",
                         f"a daemon (pid {holder}) already runs for {paths.root}",
-                        hint="stop it with `anet stop`")
+                        hint="stop it with `anet stop`") from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from anet_core.node import Node
     from anet_core.network import PeerInfo
     from anet_core.records import (
+        BackendKind,
         CardExtension,
         CliCommand,
         ConfigBlock,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         DoctorCheck,
         InboundTask,
         Lifespan,
+        PolicyVeto,
         TaskClaim,
     )
 
@@ -106,7 +108,8 @@ def anet_doctor_checks() -> list[DoctorCheck]:
             block = ctx.config.module("greeter")
             if block.greeting:
                 return CheckResult(CheckStatus.OK, "greeting is set")
-            return CheckResult(CheckStatus.WARN, "greeting is empty", hint="set modules.greeter.greeting")
+            return CheckResult(CheckStatus.WARN, "greeting is empty",
+                               hint="set modules.greeter.greeting")
 
         @hookimpl
         def anet_doctor_checks():
@@ -137,17 +140,22 @@ def anet_cli_commands() -> list[CliCommand]:
 
 @hookspec(firstresult=True)
 def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
-    """Decide who serves an inbound task that the node accepted.
+    """Decide who serves an inbound task.
 
-    Called by the task layer for each accepted task, in hook order; stops at the first non-None
-    result. Return a :class:`TaskClaim` to serve the task, or None to leave it to the next
-    module. When no module claims it, the task waits in the operator's inbox (``anet inbox``).
+    Called by the task layer for each new task the inbound policy does not refuse outright, in
+    hook order; stops at the first non-None result. Return a :class:`TaskClaim` to serve the
+    task, or None to leave it to the next module. When no module claims it, the task waits in
+    the operator's inbox (``anet inbox``), except a task of a peer that is not on the trust list
+    (``task.trusted`` False) under the policy ``trusted``: it is rejected (``not_trusted``). So
+    claim an untrusted peer's task only when serving strangers is safe. Also called with the
+    requester's answer (``task.continued``) on a task waiting for input whose module stopped
+    serving it when the daemon restarted; unclaimed, that answer goes to the inbox.
 
     Example::
 
         @hookimpl
         def anet_take_task(node, task):
-            if task.skill != "greet":
+            if task.skill != "greet" or not task.trusted:
                 return None
 
             async def serve(task, responder):
@@ -204,4 +212,26 @@ def anet_backend_kinds() -> list[BackendKind]:
         @hookimpl
         def anet_backend_kinds():
             return [BackendKind(name="echo", schemes=("echo",), open=open_echo)]
+    """
+
+
+@hookspec
+def anet_policy_veto(node: Node, policy: str) -> PolicyVeto | None:
+    """Refuse an inbound policy (``closed``, ``trusted`` or ``open``) the module cannot live with.
+
+    Called by the task layer before ``anet policy set`` changes the policy; every module is
+    asked, and any :class:`PolicyVeto` keeps the old policy and is shown to the operator (its
+    reason should name the configuration key that forbids the policy). Return None to allow it.
+    A module checks the policy already set when it starts (its ``anet_lifespan``), because the
+    configuration may have changed while the daemon was down.
+
+    Example::
+
+        @hookimpl
+        def anet_policy_veto(node, policy):
+            if policy == "open" and node.config.module("greeter").strangers_welcome:
+                return PolicyVeto(module="greeter",
+                                  reason="modules.greeter.strangers_welcome is set",
+                                  hint="unset it, or keep the policy trusted")
+            return None
     """

@@ -29,7 +29,7 @@ def new_token() -> str:
 
 
 def bind_loopback(port: int) -> socket.socket:
-    """A listening TCP socket on 127.0.0.1; ``port`` 0 picks a free one. Raises OSError when taken."""
+    """A listening TCP socket on 127.0.0.1 (``port`` 0: any free one); OSError when taken."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.bind(("127.0.0.1", port))

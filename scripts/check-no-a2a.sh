@@ -24,4 +24,4 @@ PY
 "$anet" up >/dev/null
 "$anet" status --json | "$venv/bin/python" -c 'import json,sys; s=json.load(sys.stdin); assert s["running"] and "a2a" not in s["modules"], s'
 "$anet" stop >/dev/null
-echo "no-a2a install: 1 passed, 0 failed"
+echo "no-a2a: 1 passed, 0 failed"

@@ -25,7 +25,8 @@ class ControlClient:
             token = self.paths.control_token.read_text().strip()
         except FileNotFoundError:
             raise AnetError("daemon-not-running",
-                            f"the node in {self.paths.root} is not running", hint=NOT_RUNNING_HINT)
+                            f"the node in {self.paths.root} is not running",
+                            hint=NOT_RUNNING_HINT) from None
         host, _, port = address.rpartition(":")
         return host, int(port), token
 
@@ -44,11 +45,12 @@ class ControlClient:
         except ConnectionRefusedError:
             raise AnetError("daemon-not-running",
                             f"the node in {self.paths.root} is not running "
-                            f"(nothing listens on {host}:{port})", hint=NOT_RUNNING_HINT)
+                            f"(nothing listens on {host}:{port})", hint=NOT_RUNNING_HINT) from None
         except OSError as error:
             raise AnetError("daemon-unreachable",
                             f"the daemon at {host}:{port} did not answer: {error}",
-                            hint="see the log with `tail logs/anetd.log` in the data directory")
+                            hint="see the log with `tail logs/anetd.log` in the data "
+                                 "directory") from None
         finally:
             connection.close()
         parsed = json.loads(data) if data and "json" in response.getheader("Content-Type", "") \
