@@ -12,8 +12,10 @@ $(STAMP): pyproject.toml plugins/a2a/pyproject.toml plugins/x402/pyproject.toml 
 	$(PY) -m pip install --quiet --disable-pip-version-check $(DISTRIBUTIONS) -e ".[test]"
 	touch $(STAMP)
 
+# The whole network on this machine, one task through it, then it waits for you until Ctrl-C.
+# Unattended (CI): make demo DEMO_ARGS=--once
 demo: $(STAMP)
-	bash scripts/demo-node.sh $(VENV)/bin/anet
+	$(VENV)/bin/anet demo $(DEMO_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -23,8 +25,9 @@ test: $(STAMP)
 test-no-a2a: $(STAMP)
 	PYTHON=$(PYTHON) bash scripts/check-no-a2a.sh
 
+# End-to-end figures in one run (about a minute); BENCH_ARGS=--nodes 1000 for the full hub count.
 bench: $(STAMP)
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-no-a2a

@@ -88,6 +88,7 @@ class Node:
             for lifespan in self.plugins.collect("anet_lifespan", node=self):
                 log.debug("starting %s", lifespan.name)
                 await stack.enter_async_context(lifespan.open())
+            self.tasks.receive()  # tasks arrive only once the modules that claim them run
             log.info("node %s ready", self.aid)
             await self.stopping.wait()
             log.info("node %s stopping", self.aid)
@@ -105,7 +106,7 @@ class Node:
         self.hub = await stack.enter_async_context(open_hub_link(self))
         # SLOT tasks (task-layer engineer)
         from anet_core.tasks import open_task_layer
-        self.tasks = await stack.enter_async_context(open_task_layer(self))
+        self.tasks = await stack.enter_async_context(open_task_layer(self, receive=False))
 
 
 NODE_KEY = web.AppKey("node", Node)

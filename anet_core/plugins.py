@@ -23,6 +23,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "anet_core.hub.plugin",
     "anet_core.builtins.task_routes",
     "anet_core.builtins.task_commands",
+    "anet_core.demo",
 )
 """Built-in parts of the core, registered through the same hooks as any module."""
 

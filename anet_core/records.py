@@ -104,9 +104,14 @@ class CliCommand:
 
 @dataclass(frozen=True)
 class InboundTask:
-    """A task another agent sent to this node, accepted by the inbound policy.
+    """A task another agent sent to this node, offered to the modules through ``anet_take_task``.
 
     ``message`` is the requester's A2A message in wire form (camelCase JSON), unchanged.
+    ``trusted`` is False for a peer that is not on the trust list: under the inbound policy
+    ``trusted`` such a task is accepted only when a module claims it (else it is rejected with
+    ``not_trusted``), so claim it only when serving strangers is safe. ``continued`` is True
+    when ``message`` is the requester's answer on a task that waits for input and whose module
+    no longer serves it (the daemon restarted): the claiming module starts over with it.
     """
 
     task_id: str
@@ -115,6 +120,10 @@ class InboundTask:
     trusted: bool
     skill: str | None
     message: dict[str, Any]
+    continued: bool = False
+    metadata: dict[str, Any] | None = None
+    """The request-level metadata the requester's client sent with ``message`` (SendMessage
+    ``metadata``), unchanged; None when it sent none."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,16 @@ class TaskClaim:
 
     module: str
     serve: Callable[[InboundTask, Any], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class PolicyVeto:
+    """A module's refusal of an inbound policy (``anet_policy_veto``): ``reason`` names what in
+    the module's configuration forbids it; ``hint`` says how to resolve it."""
+
+    module: str
+    reason: str
+    hint: str = ""
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,19 @@ class Store:
                                 (role.value, *sorted(states))).fetchall()
         return [StoredTask.from_row(row) for row in rows]
 
+    def heard_from(self, role: TaskRole, peer_aid: str, task_ids: list[str],
+                   states: set[str], at: float) -> int:
+        """Move ``last_heard_at`` of these tasks of ``peer_aid`` (those in ``states``) forward to
+        ``at``; nothing else changes. Returns how many tasks moved."""
+        if not task_ids:
+            return 0
+        ids, marks = ",".join("?" * len(task_ids)), ",".join("?" * len(states))
+        cursor = self._db.execute(
+            f"UPDATE tasks SET last_heard_at = ? WHERE role = ? AND peer_aid = ?"
+            f" AND id IN ({ids}) AND state IN ({marks}) AND last_heard_at < ?",
+            (at, role.value, peer_aid, *task_ids, *sorted(states), at))
+        return cursor.rowcount
+
     def list_tasks(self, role: TaskRole, *, peer_aid: str | None = None,
                    context_id: str | None = None, state: str | None = None,
                    updated_since: float | None = None, page_size: int = 50,

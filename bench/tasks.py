@@ -61,6 +61,7 @@ async def open_node(stack: AsyncExitStack, root: Path, hub_url: str, *, echo: bo
     node = Node(settings=Settings(data_dir=root), config=config, plugins=plugins,
                 identity=identity)
     await node._open_core_services(stack)  # the daemon's own composition, without listeners
+    node.tasks.receive()  # the daemon does this once its modules run
     for _ in range(400):
         if node.hub.status.state is JoinState.REGISTERED:
             return node

@@ -29,10 +29,12 @@ def _require_aid(aid: str) -> str:
 
 
 def _text_of(task: dict[str, Any]) -> str:
-    """The task's latest words: the status message, else the last artifact, else the request."""
+    """The task's latest words: the status message, else the last artifact with text, else the
+    request."""
     message = task.get("status", {}).get("message")
     parts = (message or {}).get("parts") or next(
-        (artifact["parts"] for artifact in reversed(task.get("artifacts", []))), None) or next(
+        (artifact["parts"] for artifact in reversed(task.get("artifacts", []))
+         if any("text" in part for part in artifact["parts"])), None) or next(
         (m["parts"] for m in task.get("history", [])[:1]), [])
     return " ".join(part.get("text", f"[{next(iter(part), 'part')}]") for part in parts)
 
@@ -122,7 +124,8 @@ def _run_agents(args: argparse.Namespace, ctx: CliContext) -> int:
         print("No agent matches." if query else "The directory is empty.")
     for agent in page["agents"]:
         mark = " official" if agent["official"] else ""
-        name = agent.get("name") or "(card not verified)"
+        name = agent.get("name") or ("(no name)" if agent["verification"] == "VERIFIED"
+                                     else "(card not verified)")
         print(f"{agent['aid']}  {agent['verification']:<10} {agent['keyState']:<5}{mark}  {name}")
         skills = ", ".join(skill.get("id", "") for skill in agent.get("skills", []))
         if skills:

@@ -25,7 +25,13 @@ from anet_core.identity import VerifiedHistory
 from anet_core.network import HubError
 from anet_core.store import Store
 from anet_core.tasks.common import Effects
-from anet_core.tasks.protocol import TASK_BODY, TaskCancel, TaskMessage, TaskUpdate
+from anet_core.tasks.protocol import (
+    TASK_BODY,
+    TaskAlive,
+    TaskCancel,
+    TaskMessage,
+    TaskUpdate,
+)
 
 if TYPE_CHECKING:
     from anet_core.node import Node
@@ -84,18 +90,22 @@ class EnvelopeReceiver:
             self._refuse(opened.id, opened.sender, "malformed-body",
                          f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}")
             with self._store.transaction():
-                self._store.mark_seen(opened.id, opened.sender, opened.ts / 1000 + SEEN_ID_LIFETIME_S)
+                self._store.mark_seen(opened.id, opened.sender,
+                                      opened.ts / 1000 + SEEN_ID_LIFETIME_S)
             return
         with self._store.transaction():
             if not self._store.mark_seen(opened.id, opened.sender,
                                          opened.ts / 1000 + SEEN_ID_LIFETIME_S):
                 self._refuse(opened.id, opened.sender, "replayed", "opened meanwhile")
                 return
-            effects = self._dispatch(opened.sender, history, body)
+            effects = self._dispatch(opened.sender, history, body, opened.ts / 1000)
         await self._run_effects(effects)
 
     def _dispatch(self, sender: str, history: VerifiedHistory,
-                  body: TaskMessage | TaskCancel | TaskUpdate) -> Effects:
+                  body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive,
+                  sent_at: float) -> Effects:
+        if isinstance(body, TaskAlive):
+            return self._requester.on_alive(sender, body, sent_at)
         if isinstance(body, TaskMessage):
             return self._provider.on_message(sender, body)
         if isinstance(body, TaskCancel):

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from anet_core.identity import check_aid
+from anet_core.records import PolicyVeto
 from anet_core.store import InboundPolicy, Store
 from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
@@ -52,9 +53,9 @@ class TaskLayer:
 
     # --- requester API (see Requester for the rules) ----------------------------------------
 
-    async def send(self, aid: str, message: dict[str, Any], *,
-                   skill: str | None = None) -> dict[str, Any]:
-        return await self.requester.send(aid, message, skill=skill)
+    async def send(self, aid: str, message: dict[str, Any], *, skill: str | None = None,
+                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.requester.send(aid, message, skill=skill, metadata=metadata)
 
     def get(self, aid: str | None, task_id: str) -> dict[str, Any]:
         return self.requester.get(aid, task_id)
@@ -86,10 +87,28 @@ class TaskLayer:
         except ValueError:
             raise TaskError("invalid-params", f"{policy!r} is not an inbound policy",
                             hint="use closed, trusted or open") from None
+        vetoes = self._vetoes(chosen)
+        if vetoes:
+            raise _policy_refused(chosen, vetoes, hint=next(
+                (veto.hint for veto in vetoes if veto.hint), "keep the current policy"))
         with self._store.transaction():
             self._store.set_inbound_policy(chosen)
         log.info("inbound policy set to %s", chosen.value)
         return chosen
+
+    def _vetoes(self, policy: InboundPolicy) -> list[PolicyVeto]:
+        """What the modules object to ``policy`` (``anet_policy_veto``). A failing check vetoes
+        ``open``, so a broken module cannot open the node by accident; the stricter policies
+        stay possible (logged)."""
+        try:
+            return [veto for veto in self._node.plugins.hook.anet_policy_veto(
+                node=self._node, policy=policy.value) if veto is not None]
+        except Exception as error:
+            log.exception("anet_policy_veto failed for policy %s", policy.value)
+            if policy is not InboundPolicy.OPEN:
+                return []
+            return [PolicyVeto(module="?", reason=f"a module's check failed: "
+                                                  f"{type(error).__name__}: {error}")]
 
     def trust(self, aid: str) -> bool:
         with self._store.transaction():
@@ -104,12 +123,26 @@ class TaskLayer:
 
     # --- loops --------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Recover what a stop interrupted, take envelopes from the hub, start the loops."""
+    def start(self, *, receive: bool = True) -> None:
+        """Recover what a stop interrupted, start the loops, and (unless ``receive`` is False:
+        see :meth:`receive`) take envelopes from the hub. Refuses to start when a module vetoes
+        the inbound policy in force (its configuration changed while the node was down)."""
+        vetoes = self._vetoes(self.policy)
+        if vetoes:
+            raise _policy_refused(self.policy, vetoes, hint=(
+                "change what is named in config.json, or start without it, run `anet policy "
+                "set trusted` and put it back"))
         self.provider.move_orphans_to_inbox()
-        self._node.hub.set_receiver(self.receiver)
-        for loop in (self.outbox.run, self._watch_silence, self._forget_old_envelope_ids):
+        for loop in (self.outbox.run, self._watch_silence, self._forget_old_envelope_ids,
+                     self.provider.keep_alive):
             self._start(loop)
+        if receive:
+            self.receive()
+
+    def receive(self) -> None:
+        """Take envelopes from the hub from now on. The daemon calls this once its modules have
+        started, so that no task arrives before the module that would claim it is ready."""
+        self._node.hub.set_receiver(self.receiver)
 
     async def stop(self) -> None:
         """Stop the loops and any module still serving a task (it resumes from the inbox)."""
@@ -145,6 +178,12 @@ class TaskLayer:
             await asyncio.sleep(SEEN_PURGE_INTERVAL_S)
 
 
+def _policy_refused(policy: InboundPolicy, vetoes: list[PolicyVeto], *, hint: str) -> TaskError:
+    reasons = "; ".join(f"{veto.reason} (module {veto.module})" for veto in vetoes)
+    return TaskError("policy-refused", f"the inbound policy {policy.value} is refused: {reasons}",
+                     hint=hint)
+
+
 def _valid_aid(aid: str) -> str:
     try:
         return check_aid(aid)
@@ -154,10 +193,11 @@ def _valid_aid(aid: str) -> str:
 
 
 @asynccontextmanager
-async def open_task_layer(node: Node) -> AsyncIterator[TaskLayer]:
-    """Run the task layer of ``node`` (its store, evidence and hub must be open)."""
+async def open_task_layer(node: Node, *, receive: bool = True) -> AsyncIterator[TaskLayer]:
+    """Run the task layer of ``node`` (its store, evidence and hub must be open); with
+    ``receive`` False, envelopes wait at the hub until :meth:`TaskLayer.receive`."""
     layer = TaskLayer(node, node.store)
-    layer.start()
+    layer.start(receive=receive)
     try:
         yield layer
     finally:

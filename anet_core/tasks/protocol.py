@@ -42,6 +42,10 @@ class Reason(StrEnum):
     INVALID_MESSAGE = "invalid_message"
 
 
+MESSAGE_REPLY = "anet.message_reply"
+"""Task metadata (requester side): true when the agent answered with a Message, not a Task."""
+
+
 class EffectStatus(StrEnum):
     """Values of ``anet.effect_status``: can the remote side have acted on the task?"""
 
@@ -75,6 +79,8 @@ class TaskMessage(_Body):
     type: Literal["task.message"] = "task.message"
     message: dict[str, Any]
     skill: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    metadata: dict[str, Any] | None = None
+    """The request-level ``metadata`` of the client's SendMessage (not the message's own)."""
 
     @field_validator("message")
     @classmethod
@@ -125,6 +131,9 @@ class TaskUpdate(_Body):
     artifacts: list[dict[str, Any]] | None = None
     receipt: dict[str, Any] | None = None
     reason: Reason | None = None
+    message_reply: bool | None = Field(default=None, alias="messageReply")
+    """Terminal ``TASK_STATE_COMPLETED`` only: the agent answered with a Message, not a Task;
+    ``status.message`` is that Message."""
 
     @field_validator("status")
     @classmethod
@@ -143,10 +152,29 @@ class TaskUpdate(_Body):
         return TaskState(self.status["state"])
 
 
-TaskBody = Annotated[TaskMessage | TaskCancel | TaskUpdate, Field(discriminator="type")]
+MAX_ALIVE_TASKS = 200
+"""Tasks named in one ``task.alive``; a provider with more open tasks for a peer sends several."""
+
+
+class AliveTask(_Body):
+    """One task of a ``task.alive``: its ids, nothing else."""
+
+
+class TaskAlive(BaseModel):
+    """Provider → requester: these tasks are still open here (in the inbox, or held by a
+    module). A sign of life for ``no_response_after``, not a state change: no ``stateSeq``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    type: Literal["task.alive"] = "task.alive"
+    tasks: list[AliveTask] = Field(min_length=1, max_length=MAX_ALIVE_TASKS)
+
+
+TaskBody = Annotated[TaskMessage | TaskCancel | TaskUpdate | TaskAlive,
+                     Field(discriminator="type")]
 TASK_BODY = TypeAdapter(TaskBody)
 
 
-def wire_body(body: TaskMessage | TaskCancel | TaskUpdate) -> dict[str, Any]:
+def wire_body(body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive) -> dict[str, Any]:
     """The JSON object sealed into an envelope (camelCase, unset optional fields left out)."""
     return body.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -1,12 +1,24 @@
 """The provider side: who may send this node tasks, and how accepted tasks are served.
 
-The inbound policy and the trust list decide acceptance. An accepted task goes to the first
-module whose ``anet_take_task`` claims it, else it waits in the operator's inbox. Every change
-is sent back as a ``task.update`` numbered by ``stateSeq``; the terminal one carries a signed
-receipt over the result.
+The inbound policy, the trust list and the modules decide acceptance:
+
+- ``closed``: every new task is rejected (``rejected_by_policy``);
+- ``trusted`` (the default): a trusted peer's task goes to the first module whose
+  ``anet_take_task`` claims it, else it waits in the operator's inbox; a stranger's task is
+  offered to the modules too (``InboundTask.trusted`` False) and is accepted only when one
+  claims it, else rejected (``not_trusted``). A new node, with no module that serves strangers,
+  accepts nothing from them;
+- ``open``: every task is accepted; unclaimed ones wait in the inbox. Modules may veto this
+  policy (``anet_policy_veto``): the backends module does while a backend accepts strangers.
+
+Every change is sent back as a ``task.update`` numbered by ``stateSeq``; the terminal one
+carries a signed receipt over the result. While a task waits here (inbox, or a module), a
+``task.alive`` every :data:`ALIVE_INTERVAL_S` tells the requester it is not forgotten.
 
 A module's ``serve`` does not survive a restart: tasks it was serving move to the inbox when
 the node starts again, so the operator can finish them (nothing is lost, nothing done twice).
+A task that was waiting for the requester's input stays as it is: the requester's answer is
+offered to the modules again (``InboundTask.continued``), and goes to the inbox if none claims it.
 """
 
 from __future__ import annotations
@@ -14,9 +26,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from anet_core.envelope import seal
+from anet_core.network import HubError, JoinState
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.store import InboundPolicy, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
@@ -31,9 +46,12 @@ from anet_core.tasks.common import (
     text_message,
 )
 from anet_core.tasks.protocol import (
+    MAX_ALIVE_TASKS,
+    AliveTask,
     ArtifactChunk,
     EffectStatus,
     Reason,
+    TaskAlive,
     TaskCancel,
     TaskMessage,
     TaskUpdate,
@@ -47,6 +65,12 @@ if TYPE_CHECKING:
     from anet_core.node import Node
 
 log = logging.getLogger("anet.tasks.provider")
+
+ALIVE_INTERVAL_S = 300.0
+"""How often each requester is told which of its tasks are still open here (``task.alive``);
+well below the default ``no_response_after`` of 15 minutes."""
+ALIVE_STATES = frozenset({TaskState.TASK_STATE_SUBMITTED.value, TaskState.TASK_STATE_WORKING.value})
+"""States in which the requester waits for this node (and counts ``no_response_after``)."""
 
 REJECTION_NOTES = {
     Reason.REJECTED_BY_POLICY: "This agent accepts no tasks at the moment.",
@@ -96,7 +120,7 @@ class Provider:
     def _new_task(self, sender: str, body: TaskMessage) -> Effects:
         effects = Effects()
         trusted = self._store.is_trusted(sender)
-        refusal = self._refusal(trusted)
+        policy = self._store.inbound_policy
         now = time.time()
         task: dict[str, Any] = {"id": body.task_id, "contextId": body.context_id,
                                 "history": [body.message]}
@@ -109,6 +133,11 @@ class Provider:
         self._store.insert_task(stored)
         self._store.add_message(TaskRole.PROVIDER, sender, body.context_id, body.message_id,
                                 body.task_id)
+        inbound = InboundTask(task_id=body.task_id, context_id=body.context_id, peer_aid=sender,
+                              trusted=trusted, skill=body.skill, message=body.message,
+                              metadata=body.metadata)
+        claim = None if policy is InboundPolicy.CLOSED else self._claim(inbound)
+        refusal = self._refusal(policy, trusted, claimed=claim is not None)
         if refusal is not None:
             log.info("rejected task %s from %s: %s", body.task_id, sender, refusal.value)
             note = text_message(REJECTION_NOTES[refusal], role="ROLE_AGENT",
@@ -118,20 +147,25 @@ class Provider:
             effects.record("task.rejected", taskId=body.task_id, peer=sender,
                            reason=refusal.value)
             return effects
+        if not trusted:
+            log.info("accepted task %s of untrusted peer %s: module %s serves it (policy %s)",
+                     body.task_id, sender, claim.module if claim else "(none, inbox)",
+                     policy.value)
         effects.record("task.accepted", taskId=body.task_id, peer=sender, trusted=trusted,
-                       skill=body.skill)
-        inbound = InboundTask(task_id=body.task_id, context_id=body.context_id, peer_aid=sender,
-                              trusted=trusted, skill=body.skill, message=body.message)
-        claim = self._claim(inbound)
+                       skill=body.skill, module=claim.module if claim else None)
         if claim is None:
             self._to_inbox(stored, effects)
         else:
-            stored.served_by = claim.module
-            self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
-            responder = Responder(self, inbound)
-            self._responders[stored.id] = responder
-            effects.background.append(lambda: self._serve(claim, inbound, responder))
+            self._start_serving(stored, claim, inbound, effects)
         return effects
+
+    def _start_serving(self, stored: StoredTask, claim: TaskClaim, inbound: InboundTask,
+                       effects: Effects) -> None:
+        stored.served_by = claim.module
+        self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
+        responder = Responder(self, inbound)
+        self._responders[stored.id] = responder
+        effects.background.append(lambda: self._serve(claim, inbound, responder))
 
     def _continue(self, stored: StoredTask, body: TaskMessage) -> Effects:
         effects = Effects()
@@ -139,7 +173,11 @@ class Provider:
         self._store.add_message(TaskRole.PROVIDER, stored.peer_aid, stored.context_id,
                                 body.message_id, stored.id)
         responder = self._responders.get(stored.id)
-        if responder is None:
+        if responder is None and stored.served_by is not None:
+            # The module that asked no longer serves the task (the daemon restarted): offer
+            # the answer to the modules again; unclaimed, the operator gets it.
+            self._resume(stored, body, effects)
+        elif responder is None:
             self._to_inbox(stored, effects)
         else:
             self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
@@ -151,11 +189,29 @@ class Provider:
             effects.background.append(deliver)
         return effects
 
-    def _refusal(self, trusted: bool) -> Reason | None:
-        policy = self._store.inbound_policy
+    def _resume(self, stored: StoredTask, body: TaskMessage, effects: Effects) -> None:
+        inbound = InboundTask(task_id=stored.id, context_id=stored.context_id,
+                              peer_aid=stored.peer_aid,
+                              trusted=self._store.is_trusted(stored.peer_aid), skill=stored.skill,
+                              message=body.message, metadata=body.metadata, continued=True)
+        claim = self._claim(inbound)
+        if claim is None:
+            log.info("task %s: %s no longer serves it and no module takes the answer; it waits "
+                     "in the inbox", stored.id, stored.served_by)
+            self._to_inbox(stored, effects)
+            return
+        log.info("task %s: module %s takes the answer after a restart", stored.id, claim.module)
+        effects.record("task.resumed", taskId=stored.id, peer=stored.peer_aid,
+                       module=claim.module, messageId=body.message_id)
+        self._start_serving(stored, claim, inbound, effects)
+
+    @staticmethod
+    def _refusal(policy: InboundPolicy, trusted: bool, *, claimed: bool) -> Reason | None:
+        """Why a new task is rejected, if it is: the policy closed, or a stranger's task under
+        the policy trusted that no module claimed."""
         if policy is InboundPolicy.CLOSED:
             return Reason.REJECTED_BY_POLICY
-        if policy is InboundPolicy.TRUSTED and not trusted:
+        if policy is InboundPolicy.TRUSTED and not trusted and not claimed:
             return Reason.NOT_TRUSTED
         return None
 
@@ -184,14 +240,21 @@ class Provider:
         else:
             # A module that returns while its question is open leaves the answer to the
             # operator: the requester's reply goes to the inbox.
-            if not responder.ended and not self._waits_for_input(inbound.task_id):
+            if not responder.ended and not self._leave_answer_to_operator(inbound.task_id):
                 await responder.fail("the agent's module ended without an answer")
         finally:
             self._responders.pop(inbound.task_id, None)
 
-    def _waits_for_input(self, task_id: str) -> bool:
-        stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
-        return stored is not None and state_of(stored.task).is_interrupted
+    def _leave_answer_to_operator(self, task_id: str) -> bool:
+        """True when the task waits for input: its module is forgotten, so the answer goes to
+        the inbox and is not offered to the modules again."""
+        with self._store.transaction():
+            stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+            if stored is None or not state_of(stored.task).is_interrupted:
+                return False
+            stored.served_by = None
+            self._store.save_task(stored)
+            return True
 
     # --- the operator's path and the responder's reports --------------------------------------
 
@@ -206,7 +269,8 @@ class Provider:
         return None if stored is None else stored.task | {"peer": stored.peer_aid,
                                                            "skill": stored.skill}
 
-    async def reply(self, task_id: str, text: str, *, input_required: bool = False) -> dict[str, Any]:
+    async def reply(self, task_id: str, text: str, *,
+                    input_required: bool = False) -> dict[str, Any]:
         """Answer an inbox task: complete it with ``text`` as its artifact, or ask for input."""
         stored = self._inbox_task(task_id)
         effects = Effects()
@@ -238,15 +302,17 @@ class Provider:
 
     async def report(self, task_id: str, state: TaskState, *, message: dict[str, Any] | None,
                      chunks: list[ArtifactChunk], final_artifacts: list[dict[str, Any]] | None,
-                     reason: Reason | None) -> None:
-        """A responder's report, persisted and queued for the requester."""
+                     reason: Reason | None, message_reply: bool = False) -> None:
+        """A responder's report, persisted and queued for the requester (``message_reply``:
+        the terminal answer is a Message, not a Task; see Responder.reply_message)."""
         effects = Effects()
         with self._store.transaction():
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or state_of(stored.task).is_terminal:
                 return
             self._emit(stored, state, effects, message=message, chunks=chunks,
-                       final_artifacts=final_artifacts, reason=reason)
+                       final_artifacts=final_artifacts, reason=reason,
+                       message_reply=message_reply)
         await self._run_effects(effects)
 
     async def release(self, task_id: str, reason: str) -> None:
@@ -265,9 +331,13 @@ class Provider:
         await self._run_effects(effects)
 
     def move_orphans_to_inbox(self) -> int:
-        """At start: tasks a module was serving when the node stopped go to the operator."""
+        """At start: tasks a module was serving when the node stopped go to the operator,
+        except those waiting for the requester's input: its answer is offered to the modules
+        again when it comes (see :meth:`_continue`)."""
         moved = 0
         for stored in self._store.tasks_in_states(TaskRole.PROVIDER, _OPEN_STATES):
+            if state_of(stored.task).is_interrupted:
+                continue
             if stored.served_by is not None and not self._store.in_inbox(stored.id):
                 log.info("task %s was served by %s when the node stopped; it waits in the inbox",
                          stored.id, stored.served_by)
@@ -277,6 +347,48 @@ class Provider:
                     self._store.save_task(stored)
                 moved += 1
         return moved
+
+    # --- keep-alives ----------------------------------------------------------------------------
+
+    async def keep_alive(self) -> None:
+        """Every :data:`ALIVE_INTERVAL_S`, tell each requester which of its tasks are still open
+        here, so that a task waiting in the inbox or at a module does not fail at the requester
+        through ``no_response_after`` merely because it waits."""
+        while True:
+            await asyncio.sleep(ALIVE_INTERVAL_S)
+            try:
+                await self.send_alive()
+            except Exception:
+                log.exception("sending keep-alives failed")
+
+    async def send_alive(self) -> int:
+        """One ``task.alive`` per requester (per :data:`MAX_ALIVE_TASKS` tasks) naming its tasks
+        in SUBMITTED or WORKING here. Best effort: sealed and handed to the hub directly, never
+        queued or retried (the next interval sends again) and never stored here. Returns the
+        number of envelopes sent."""
+        hub = self._node.hub
+        if hub.status.state is not JoinState.REGISTERED:
+            return 0
+        open_tasks: defaultdict[str, list[AliveTask]] = defaultdict(list)
+        for stored in self._store.tasks_in_states(TaskRole.PROVIDER, set(ALIVE_STATES)):
+            open_tasks[stored.peer_aid].append(AliveTask(task_id=stored.id,
+                                                         context_id=stored.context_id))
+        sent = 0
+        for peer_aid, tasks in open_tasks.items():
+            try:
+                peer = await hub.peer(peer_aid)
+                if not peer.encryption_key:
+                    continue
+                for start in range(0, len(tasks), MAX_ALIVE_TASKS):
+                    body = wire_body(TaskAlive(tasks=tasks[start:start + MAX_ALIVE_TASKS]))
+                    await hub.send(seal(self._node.identity, peer_aid, peer.encryption_key, body))
+                    sent += 1
+            except (HubError, ValueError) as error:
+                log.info("no keep-alive to %s this time: %s", peer_aid,
+                         getattr(error, "message", error))
+        if sent:
+            log.debug("sent %d keep-alive envelope(s) to %d requester(s)", sent, len(open_tasks))
+        return sent
 
     def _inbox_task(self, task_id: str) -> StoredTask:
         stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
@@ -290,7 +402,7 @@ class Provider:
     def _emit(self, stored: StoredTask, state: TaskState, effects: Effects, *,
               message: dict[str, Any] | None = None, chunks: list[ArtifactChunk] | None = None,
               final_artifacts: list[dict[str, Any]] | None = None,
-              reason: Reason | None = None) -> None:
+              reason: Reason | None = None, message_reply: bool = False) -> None:
         """Change the task, and queue the update that tells the requester (in the transaction)."""
         task = stored.task
         status = set_status(task, state, message=message)
@@ -313,6 +425,8 @@ class Provider:
                                            requester=stored.peer_aid, status=status,
                                            artifacts=artifacts, state_seq=stored.state_seq)
             update |= {"artifact_chunks": [], "artifacts": artifacts, "receipt": stored.receipt}
+            if message_reply and state is TaskState.TASK_STATE_COMPLETED:
+                update["message_reply"] = True
             self._store.out_of_inbox(stored.id)
             responder = self._responders.pop(stored.id, None)
             if responder is not None:

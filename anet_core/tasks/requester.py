@@ -20,6 +20,7 @@ from anet_core.network import HubError, JoinState, PeerInfo
 from anet_core.store import OutboxEntry, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
     EFFECT_STATUS,
+    REASON,
     Effects,
     TaskError,
     add_to_history,
@@ -35,8 +36,10 @@ from anet_core.tasks.common import (
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.protocol import (
+    MESSAGE_REPLY,
     EffectStatus,
     Reason,
+    TaskAlive,
     TaskCancel,
     TaskMessage,
     TaskUpdate,
@@ -64,8 +67,8 @@ class Requester:
 
     # --- the API the local A2A endpoint and the CLI use -------------------------------------
 
-    async def send(self, aid: str, message: dict[str, Any], *,
-                   skill: str | None = None) -> dict[str, Any]:
+    async def send(self, aid: str, message: dict[str, Any], *, skill: str | None = None,
+                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send an A2A message (wire JSON, role user) to the agent ``aid``; return the task.
 
         - (contextId, messageId) already sent to ``aid``: the existing task, nothing is sent;
@@ -73,6 +76,9 @@ class Requester:
         - a taskId: continues that task when it waits for input (multi-turn);
         - refused without creating a task when the node is not registered at its hub, when
           ``aid`` is unknown, or when the message is invalid (:class:`TaskError`).
+
+        ``metadata`` is the request-level metadata of the client's call; it travels beside the
+        message (``task.message`` ``metadata``) to the agent, unchanged.
         """
         self._check_aid(aid)
         parsed = _parse_message(message)
@@ -97,9 +103,11 @@ class Requester:
         effects = Effects(send=True)
         with self._store.transaction():
             if continued is None:
-                stored = self._create(aid, message, context_id or new_id(), skill, effects)
+                stored = self._create(aid, message, context_id or new_id(), skill, effects,
+                                      metadata)
             else:
-                stored = self._continue(self._task_of(aid, continued.id), message, effects)
+                stored = self._continue(self._task_of(aid, continued.id), message, effects,
+                                        metadata)
         await self._run_effects(effects)
         return stored.task
 
@@ -202,6 +210,7 @@ class Requester:
         task = stored.task
         events: list[dict[str, Any]] = []
         previous = {key: task["status"].get(key) for key in ("state", "message")}
+        previous_reason = task.get("metadata", {}).get(REASON)
         status = dict(update.status)
         status.setdefault("timestamp", now_stamp())
         task["status"] = status
@@ -231,7 +240,12 @@ class Requester:
                                          last_chunk=chunk.last_chunk))
         set_meta(task, state_seq=update.state_seq, reason=update.reason,
                  effect=_effect_of(update.state))
-        if {key: status.get(key) for key in previous} != previous or update.state.is_terminal:
+        if update.message_reply and update.state is TaskState.TASK_STATE_COMPLETED:
+            task["metadata"][MESSAGE_REPLY] = True
+        # A changed anet.reason is news too (e.g. queued_for_operator: the task waits for a
+        # person at the provider, not for its agent).
+        if {key: status.get(key) for key in previous} != previous or update.state.is_terminal \
+                or task["metadata"].get(REASON) != previous_reason:
             events.append(status_event(task))
         stored.state, stored.state_seq = update.state.value, update.state_seq
         stored.updated_at = stored.last_heard_at = time.time()
@@ -259,6 +273,17 @@ class Requester:
         return check_receipt(update.receipt, history, task_id=stored.id,
                              requester=self._node.aid, status=update.status,
                              artifacts=update.artifacts or [])
+
+    def on_alive(self, sender: str, alive: TaskAlive, sent_at: float) -> Effects:
+        """The provider says these tasks are still open there (call inside a transaction): a
+        sign of life for ``no_response_after``, dated when the provider sealed it (never later
+        than now), so a heartbeat that waited at the hub proves nothing newer. No state change,
+        no event, ``anet.state_seq`` unchanged."""
+        heard = self._store.heard_from(TaskRole.REQUESTER, sender,
+                                       [task.task_id for task in alive.tasks], WAITING_STATES,
+                                       min(sent_at, time.time()))
+        log.debug("%s: %d of %d task(s) alive", sender, heard, len(alive.tasks))
+        return Effects()
 
     # --- what this node decides ------------------------------------------------------------
 
@@ -322,7 +347,7 @@ class Requester:
     # --- helpers -----------------------------------------------------------------------------
 
     def _create(self, aid: str, message: dict[str, Any], context_id: str, skill: str | None,
-                effects: Effects) -> StoredTask:
+                effects: Effects, metadata: dict[str, Any] | None = None) -> StoredTask:
         task_id = new_id()
         sent = message | {"contextId": context_id, "taskId": task_id}
         task: dict[str, Any] = {"id": task_id, "contextId": context_id, "history": [sent]}
@@ -336,14 +361,15 @@ class Requester:
         self._store.insert_task(stored)
         self._store.add_message(TaskRole.REQUESTER, aid, context_id, sent["messageId"], task_id)
         self._store.enqueue(aid, wire_body(TaskMessage(task_id=task_id, context_id=context_id,
-                                                       message=sent, skill=skill)),
+                                                       message=sent, skill=skill,
+                                                       metadata=metadata or None)),
                             task_id=task_id)
         effects.record("task.forwarded", taskId=task_id, peer=aid, contextId=context_id,
                        messageId=sent["messageId"])
         return stored
 
     def _continue(self, stored: StoredTask, message: dict[str, Any],
-                  effects: Effects) -> StoredTask:
+                  effects: Effects, metadata: dict[str, Any] | None = None) -> StoredTask:
         task = stored.task
         state = state_of(task)
         if state.is_terminal:
@@ -364,7 +390,8 @@ class Requester:
         self._store.add_message(TaskRole.REQUESTER, stored.peer_aid, stored.context_id,
                                 sent["messageId"], stored.id)
         self._store.enqueue(stored.peer_aid, wire_body(TaskMessage(
-            task_id=stored.id, context_id=stored.context_id, message=sent)), task_id=stored.id)
+            task_id=stored.id, context_id=stored.context_id, message=sent,
+            metadata=metadata or None)), task_id=stored.id)
         effects.publish(task, [status_event(task)])
         effects.record("task.forwarded", taskId=stored.id, peer=stored.peer_aid,
                        contextId=stored.context_id, messageId=sent["messageId"])

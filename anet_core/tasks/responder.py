@@ -69,6 +69,13 @@ class Responder:
         await self._report(TaskState.TASK_STATE_COMPLETED, message,
                            final=[self.as_artifact(artifact) for artifact in artifacts])
 
+    async def reply_message(self, message: MessageLike) -> None:
+        """End the task with ``message`` as the whole answer: the agent answered with a Message,
+        not a Task (A2A). The requester's client gets that Message; the task completes with it
+        as its status message and no artifacts (``task.update`` ``messageReply``)."""
+        await self._report(TaskState.TASK_STATE_COMPLETED, message, final=[],
+                           message_reply=True)
+
     async def fail(self, reason: str, message: MessageLike | None = None) -> None:
         """End the task as failed; ``reason`` (one line, no secrets) is shown to the requester
         when no ``message`` is given. anet.reason is ``provider_failed``."""
@@ -110,11 +117,12 @@ class Responder:
     async def _report(self, state: TaskState, message: MessageLike | None, *,
                       chunks: list[ArtifactChunk] | None = None,
                       final: list[dict[str, Any]] | None = None,
-                      reason: Reason | None = None) -> None:
+                      reason: Reason | None = None, message_reply: bool = False) -> None:
         if self._ended:
             return
         await self._provider.report(
             self.task.task_id, state,
             message=None if message is None else self.as_message(message),
-            chunks=chunks or [], final_artifacts=final, reason=reason)
+            chunks=chunks or [], final_artifacts=final, reason=reason,
+            **({"message_reply": True} if message_reply else {}))
 

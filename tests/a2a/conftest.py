@@ -5,6 +5,7 @@ tasks (``anet_take_task``) and behaves like the TCK's scenario agent."""
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,18 +23,39 @@ from tests.tasks.conftest import FakeHub, running_node
 
 pytest.importorskip("anet_a2a")
 
-from anet_a2a.server import local_a2a  # noqa: E402
-from anet_a2a.state import StateDir  # noqa: E402
+from anet_a2a.server import local_a2a
+from anet_a2a.state import StateDir
+
+
+FILE_BYTES = b"file content"
 
 
 class ScenarioAgent:
-    """The remote agent: the first word of the message picks the behaviour."""
+    """The remote agent: the first word of the message picks the behaviour. ``seen`` keeps every
+    task it was offered (its message and request metadata as they arrived)."""
+
+    def __init__(self) -> None:
+        self.seen: list[InboundTask] = []
 
     @hookimpl
-    def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim:
+    def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim | None:
+        self.seen.append(task)
+        if task.message["parts"][0].get("text", "").startswith("inbox"):
+            return None  # nobody serves it: it waits in the operator's inbox
+
         async def serve(task: InboundTask, responder: Any) -> None:
             text = task.message["parts"][0].get("text", "")
-            if text.startswith("ask"):
+            if text.startswith("message"):
+                await responder.reply_message({"parts": [{"text": "a message, no task"}],
+                                               "metadata": {"kept": True}})
+            elif text.startswith("file"):
+                await responder.working()
+                await asyncio.sleep(0.3)  # lets the test's stream attach first
+                await responder.artifact({"artifactId": "f1", "parts": [{
+                    "raw": base64.b64encode(FILE_BYTES).decode(), "mediaType": "text/plain",
+                    "filename": "notes.txt"}]})
+                await responder.complete()
+            elif text.startswith("ask"):
                 await responder.input_required("need more")
                 answer = await responder.next_message()
                 await responder.complete(artifacts=[f"got: {answer['parts'][0]['text']}"])
@@ -60,6 +82,7 @@ class Local:
     node: Node
     remote: Node
     state: StateDir
+    agent: ScenarioAgent
 
     @property
     def address(self) -> str:
@@ -84,12 +107,13 @@ class Local:
 async def two_nodes(tmp_path: Path) -> AsyncIterator[Local]:
     hub = FakeHub()
     remote_plugins = make_plugins(load_entry_points=False)
-    remote_plugins.pm.register(ScenarioAgent(), name="scenario")
+    agent = ScenarioAgent()
+    remote_plugins.pm.register(agent, name="scenario")
     async with running_node(tmp_path / "a", hub) as a, \
             running_node(tmp_path / "b", hub, plugins=remote_plugins) as b:
         b.tasks.trust(a.aid)
         async with local_a2a(a):
-            yield Local(node=a, remote=b, state=StateDir.of(a.paths))
+            yield Local(node=a, remote=b, state=StateDir.of(a.paths), agent=agent)
 
 
 @pytest.fixture

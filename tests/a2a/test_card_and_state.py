@@ -10,7 +10,6 @@ import socket
 import stat
 from pathlib import Path
 
-import pytest
 from a2a.utils._jcs import canonicalize
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 

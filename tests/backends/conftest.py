@@ -20,12 +20,12 @@ import pytest
 
 pytest.importorskip("anet_backends")
 
-from anet_backends import forward, retry  # noqa: E402
-from anet_backends.a2a_kind import A2A_KIND  # noqa: E402
-from anet_backends.config import Backend, Retry  # noqa: E402
-from anet_backends.forward import BackendTask, Forwarder  # noqa: E402
-from anet_backends.retry import Backoff  # noqa: E402
-from anet_core.records import InboundTask  # noqa: E402
+from anet_backends import forward, retry
+from anet_backends.a2a_kind import A2A_KIND
+from anet_backends.config import Backend, Retry
+from anet_backends.forward import BackendTask, Forwarder
+from anet_backends.retry import Backoff
+from anet_core.records import InboundTask
 
 PEER = "p" * 32
 TOKEN = "backend-secret-token"
@@ -81,6 +81,9 @@ class Recorder:
 
     async def fail(self, reason: str, message: dict[str, Any] | None = None) -> None:
         self.events.append(("fail", reason))
+
+    async def to_inbox(self, reason: str) -> None:
+        self.events.append(("to_inbox", reason))
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.events]

@@ -59,7 +59,8 @@ class Agent(AgentExecutor):
         self.seen.metadata.append(context.metadata)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         if text.startswith("msg"):
-            await event_queue.enqueue_event(updater.new_agent_message([Part(text="direct: " + text)]))
+            reply = updater.new_agent_message([Part(text="direct: " + text)])
+            await event_queue.enqueue_event(reply)
             return
         if context.current_task is None:
             await event_queue.enqueue_event(Task(

@@ -73,7 +73,8 @@ def test_without_the_kind_its_scheme_is_refused_in_config(tmp_path: Path) -> Non
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps({"modules": {"backends": {"backends": [
         {"match": "*", "url": "command:///bin/cat"}]}}}))
-    with pytest.raises(AnetError, match=r"backends\[0\].*url 'command:///bin/cat'.*installed backend kind"):
+    with pytest.raises(AnetError,
+                       match=r"backends\[0\].*url 'command:///bin/cat'.*installed backend kind"):
         load_config(config_path, make_plugins())
 
 

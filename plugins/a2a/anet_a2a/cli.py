@@ -18,6 +18,7 @@ from anet_a2a.card import AGENTS_PATH
 from anet_a2a.state import StateDir
 
 CARD_FETCH_TIMEOUT_S = 10.0
+__all__ = ["AGENTS_PATH", "configure_wire", "run_rotate", "run_wire"]
 
 
 def _wiring(state: StateDir) -> hermes.Wiring:
@@ -37,7 +38,7 @@ def _proxy_card(wiring: hermes.Wiring, aid: str) -> dict[str, Any]:
     request = urllib.request.Request(
         wiring.url(aid), headers={"Authorization": f"Bearer {wiring.token}",
                                   "A2A-Version": "1.0"})
-    with urllib.request.urlopen(request, timeout=CARD_FETCH_TIMEOUT_S) as response:  # noqa: S310
+    with urllib.request.urlopen(request, timeout=CARD_FETCH_TIMEOUT_S) as response:
         card: dict[str, Any] = json.loads(response.read())
     return card
 

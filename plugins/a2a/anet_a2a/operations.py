@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from anet_core.tasks import TaskSubscription
+from anet_core.tasks import Reason, TaskSubscription
+from anet_core.tasks.protocol import MESSAGE_REPLY
 from anet_core.wire import (
     A2AError,
     A2AErrorKind,
@@ -21,6 +22,7 @@ from anet_core.wire import (
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
+    Message,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
@@ -31,6 +33,14 @@ from anet_core.wire import (
 
 from anet_a2a.card import PREVIEW_EXTENSION
 from anet_a2a.tasks_port import AgentTasks
+
+FIRST_EVENT_HOLD_S = 1.0
+"""A send's stream waits this long for the agent to show how it answers before its first
+event: an agent that answers at once with a Message gets a stream of that one message event,
+as A2A wants; one that works longer is streamed as the task it is (the proxy must not keep a
+client without a first event)."""
+FILE_BYTES_OMITTED = "anet.file_bytes"
+"""Part metadata of a file part whose bytes a stream left out (value ``omitted``)."""
 
 
 def _is_preview(artifact: dict[str, Any]) -> bool:
@@ -49,6 +59,57 @@ def render_task(task: dict[str, Any], *, history_length: int | None,
     return Task.from_wire(shown)
 
 
+def message_reply(task: dict[str, Any]) -> dict[str, Any] | None:
+    """The agent's Message when it answered with one instead of a task, else None. The task is
+    this node's record of the exchange; the Message the client gets names no task."""
+    status = task.get("status", {})
+    if not task.get("metadata", {}).get(MESSAGE_REPLY) or "message" not in status \
+            or status.get("state") != TaskState.TASK_STATE_COMPLETED.value:
+        return None
+    return {key: value for key, value in status["message"].items() if key != "taskId"}
+
+
+def waits_for_operator(task_or_update: dict[str, Any]) -> bool:
+    """The task waits in the remote operator's inbox: no agent will answer it by itself, so a
+    send does not wait for it (GetTask, SubscribeToTask and ListTasks follow it later)."""
+    return (task_or_update.get("metadata", {}).get("anet.reason") == Reason.QUEUED_FOR_OPERATOR
+            and not TaskState(task_or_update["status"]["state"]).is_terminal)
+
+
+def _file_metadata(part: dict[str, Any]) -> dict[str, Any]:
+    """A file part with its bytes replaced by what describes them: mediaType, filename, size."""
+    raw = part["raw"]
+    described: dict[str, Any] = {"size": len(raw.rstrip("=")) * 3 // 4 if isinstance(raw, str)
+                                 else 0}
+    for key in ("mediaType", "filename"):
+        if part.get(key):
+            described[key] = part[key]
+    out: dict[str, Any] = {"data": described,
+                           "metadata": {**(part.get("metadata") or {}),
+                                        FILE_BYTES_OMITTED: "omitted"}}
+    if part.get("filename"):
+        out["filename"] = part["filename"]
+    return out
+
+
+def without_file_bytes(value: Any) -> Any:
+    """``value`` (stream event JSON) with every ``raw`` part replaced by its file metadata."""
+    if isinstance(value, list):
+        return [without_file_bytes(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        if key == "parts" and isinstance(item, list):
+            out[key] = [_file_metadata(part) if isinstance(part, dict) and "raw" in part
+                        else part for part in item]
+        elif key in {"data", "metadata"}:
+            out[key] = item  # opaque JSON: nothing in it is a part
+        else:
+            out[key] = without_file_bytes(item)
+    return out
+
+
 def _state_of(event: dict[str, Any]) -> TaskState | None:
     if "statusUpdate" in event:
         return TaskState(event["statusUpdate"]["status"]["state"])
@@ -57,38 +118,128 @@ def _state_of(event: dict[str, Any]) -> TaskState | None:
     return None
 
 
+def _body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The task or status update an event carries (both have ``status`` and ``metadata``)."""
+    return event.get("task") or event.get("statusUpdate")
+
+
+def _bare_progress(event: dict[str, Any]) -> bool:
+    """The event says only that the task exists or is worked on: not yet how the agent
+    answers."""
+    body = _body(event)
+    if body is None:
+        return False
+    status = body["status"]
+    return (TaskState(status["state"]) in {TaskState.TASK_STATE_SUBMITTED,
+                                           TaskState.TASK_STATE_WORKING}
+            and "message" not in status and not body.get("artifacts")
+            and not body.get("metadata", {}).get("anet.reason"))
+
+
+_TIMED_OUT = object()
+_END = object()
+
+
 @dataclass
 class EventStream:
     """The events of one stream, already checked: iterate to get StreamResponse objects.
 
-    ``until_interrupted`` ends the stream at input-required and auth-required too (a send's
-    stream); a subscription stays open there until the task ends.
+    A send's stream (``send``) ends at input-required, auth-required and when the task waits
+    for the remote operator too, and holds its first event up to :data:`FIRST_EVENT_HOLD_S`
+    to learn whether the agent answers with a Message; a subscription stays open until the
+    task ends. File bytes never travel in a stream (GetTask has them).
     """
 
     subscription: TaskSubscription
     previews: bool
     history_length: int | None
-    until_interrupted: bool
+    send: bool
+    hold_first_s: float = 0.0
+
+    def _render(self, event: dict[str, Any]) -> StreamResponse | None:
+        if "artifactUpdate" in event and not self.previews and _is_preview(
+                event["artifactUpdate"]["artifact"]):
+            return None
+        if "task" in event:
+            task = render_task(event["task"], history_length=self.history_length,
+                               include_artifacts=True)
+            return StreamResponse.from_wire(without_file_bytes({"task": task.wire()}))
+        return StreamResponse.from_wire(without_file_bytes(event))
+
+    def _ends(self, event: dict[str, Any]) -> bool:
+        state = _state_of(event)
+        if state is None:
+            return False
+        if state.is_terminal:
+            return True
+        body = _body(event)
+        return self.send and (state.is_interrupted or (body is not None
+                                                       and waits_for_operator(body)))
 
     async def events(self) -> AsyncIterator[StreamResponse]:
+        source = aiter(self.subscription)
+        pending: asyncio.Future[dict[str, Any]] | None = None
+
+        async def next_event(timeout: float | None) -> Any:
+            nonlocal pending
+            if pending is None:
+                pending = asyncio.ensure_future(_next(source))
+            done, _ = await asyncio.wait({pending}, timeout=timeout)
+            if not done:
+                return _TIMED_OUT  # the read stays pending for the next call
+            finished, pending = pending, None
+            return finished.result()
+
         try:
-            async for event in self.subscription:
-                if "artifactUpdate" in event and not self.previews and _is_preview(
-                        event["artifactUpdate"]["artifact"]):
-                    continue
-                if "task" in event:
-                    yield StreamResponse(task=render_task(
-                        event["task"], history_length=self.history_length,
-                        include_artifacts=True))
-                else:
-                    yield StreamResponse.from_wire(event)
-                state = _state_of(event)
-                if state is not None and (state.is_terminal or (
-                        self.until_interrupted and state.is_interrupted)):
+            held: list[dict[str, Any]] = []
+            if self.hold_first_s > 0:
+                deadline = asyncio.get_running_loop().time() + self.hold_first_s
+                while True:
+                    left = deadline - asyncio.get_running_loop().time()
+                    event = await next_event(max(left, 0.0))
+                    if event is _TIMED_OUT or event is _END:
+                        break
+                    body = _body(event)
+                    reply = message_reply(body) if body is not None and "task" in event \
+                        else _reply_of_update(event)
+                    if reply is not None:
+                        yield StreamResponse(message=Message.from_wire(
+                            without_file_bytes(reply)))
+                        return
+                    held.append(event)
+                    if not _bare_progress(event):
+                        break
+            for event in held:
+                rendered = self._render(event)
+                if rendered is not None:
+                    yield rendered
+                if self._ends(event):
+                    return
+            while (event := await next_event(None)) is not _END:
+                rendered = self._render(event)
+                if rendered is not None:
+                    yield rendered
+                if self._ends(event):
                     return
         finally:
+            if pending is not None:
+                pending.cancel()
             # A client that went away detaches; the task itself goes on.
             self.subscription.close()
+
+
+def _reply_of_update(event: dict[str, Any]) -> dict[str, Any] | None:
+    update = event.get("statusUpdate")
+    return None if update is None else message_reply(update)
+
+
+async def _next(source: AsyncIterator[dict[str, Any]]) -> Any:
+    """The next event, or _END after the last (a future cannot carry StopAsyncIteration
+    out of an async generator)."""
+    try:
+        return await anext(source)
+    except StopAsyncIteration:
+        return _END
 
 
 @dataclass(frozen=True)
@@ -103,19 +254,24 @@ class AgentOperations:
         # Shielded: a client that disconnects mid-send must not cut the task layer off between
         # storing the task and queueing its message. The task layer refuses a send while the
         # node is not registered, before it creates anything.
-        return await asyncio.shield(self.tasks.send(request.message.wire()))
+        return await asyncio.shield(self.tasks.send(request.message.wire(),
+                                                    metadata=request.metadata))
 
     async def send_message(self, request: SendMessageRequest) -> SendMessageResponse:
+        """The task once it is terminal or interrupted (or waits for the remote operator),
+        at once with ``returnImmediately``; the agent's Message when it answered with one."""
         config = request.configuration
         task = await self._send(request)
         state = TaskState(task["status"]["state"])
         if not (config and config.return_immediately) and not (
-                state.is_terminal or state.is_interrupted):
+                state.is_terminal or state.is_interrupted or waits_for_operator(task)):
             stream = EventStream(self.tasks.subscribe(task["id"]), previews=False,
-                                 history_length=None, until_interrupted=True)
-            async for _ in stream.events():
-                pass
+                                 history_length=None, send=True)
+            await _drain(stream.events())
             task = self.tasks.get(task["id"])
+        reply = message_reply(task)
+        if reply is not None:
+            return SendMessageResponse(message=Message.from_wire(reply))
         return SendMessageResponse(task=render_task(
             task, history_length=config.history_length if config else None))
 
@@ -125,7 +281,7 @@ class AgentOperations:
         return EventStream(self.tasks.subscribe(task["id"]),
                            previews=PREVIEW_EXTENSION in self.extensions,
                            history_length=config.history_length if config else None,
-                           until_interrupted=True)
+                           send=True, hold_first_s=FIRST_EVENT_HOLD_S)
 
     def get_task(self, request: GetTaskRequest) -> Task:
         return render_task(self.tasks.get(request.id), history_length=request.history_length)
@@ -156,4 +312,9 @@ class AgentOperations:
                            f"Task {request.id} is in terminal state {state}: there is nothing "
                            "to subscribe to")
         return EventStream(subscription, previews=PREVIEW_EXTENSION in self.extensions,
-                           history_length=None, until_interrupted=False)
+                           history_length=None, send=False)
+
+
+async def _drain(events: AsyncIterator[StreamResponse]) -> None:
+    async for _ in events:
+        pass

@@ -35,6 +35,10 @@ from anet_a2a.state import (
 log = logging.getLogger(__name__)
 
 BODY_TIMEOUT_S = 30.0
+HEADER_TIMEOUT_S = 30.0
+"""A connection must complete a request's headers within this long of opening (or of the
+previous response): aiohttp's keep-alive timer, which also closes slow-header (slowloris)
+connections. Bodies have BODY_TIMEOUT_S in the request checks."""
 SHUTDOWN_TIMEOUT_S = 2.0
 """Open streams are cut after this long at shutdown; their clients resubscribe after a restart."""
 
@@ -101,7 +105,8 @@ async def local_a2a(node: Node) -> AsyncIterator[None]:
     port = sock.getsockname()[1]
     endpoint = Endpoint(node=node, port=port, token=state.token())
     runner = web.AppRunner(build_app(endpoint), access_log=None, handler_cancellation=True,
-                           shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+                           shutdown_timeout=SHUTDOWN_TIMEOUT_S,
+                           keepalive_timeout=HEADER_TIMEOUT_S)
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()

@@ -42,7 +42,7 @@ async def stream(request: web.Request, events: EventStream,
         raise
     except A2AError as error:
         await _write_error(response, error_frame(error))
-    except Exception as error:  # noqa: BLE001 - the stream has started: an error event, not a 500
+    except Exception as error:  # the stream has started: an error event, not a 500
         log.exception("stream of %s failed", request.path)
         await _write_error(response, error_frame(A2AError(A2AErrorKind.INTERNAL_ERROR,
                                                           f"Internal error: {error}")))

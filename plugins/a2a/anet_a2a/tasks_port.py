@@ -52,9 +52,10 @@ class AgentTasks:
         except TaskError as error:
             raise a2a_error(self.aid, error) from None
 
-    async def send(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, message: dict[str, Any],
+                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
-            return await self.layer.send(self.aid, message)
+            return await self.layer.send(self.aid, message, metadata=metadata)
         except TaskError as error:
             raise a2a_error(self.aid, error) from None
 

@@ -5,8 +5,9 @@ from anet_backends.plugin import (
     anet_config_blocks,
     anet_doctor_checks,
     anet_lifespan,
+    anet_policy_veto,
     anet_take_task,
 )
 
 __all__ = ["anet_backend_kinds", "anet_config_blocks", "anet_doctor_checks", "anet_lifespan",
-           "anet_take_task"]
+           "anet_policy_veto", "anet_take_task"]

@@ -21,7 +21,8 @@ class Backend(BaseModel):
 
     match: str = Field(description='"*" for every accepted text task, or a skill identifier')
     url: str = Field(description="unix:///path/to/socket, or http(s):// with allow_tcp")
-    token_file: str | None = Field(default=None, description="bearer token presented to the backend")
+    token_file: str | None = Field(default=None,
+                                   description="bearer token presented to the backend")
     expected_user: str | int | None = Field(default=None, description="account of the listener")
     accept_untrusted: bool = False
     toolless: bool = False

@@ -50,10 +50,10 @@ async def backends_check(ctx: CheckContext) -> CheckResult:
     results = await asyncio.gather(*(probe(index, backend, kinds)
                                      for index, backend in enumerate(config.backends)))
     worst = max((result.status for result in results), key=_SEVERITY.index)
+    pairs = list(zip(config.backends, results, strict=True))
     detail = "\n".join(f"{backend.match} → {backend.url}: {result.status.value}: "
-                       f"{result.summary}" for backend, result in zip(config.backends, results))
-    hints = [f"{backend.match}: {result.hint}" for backend, result in
-             zip(config.backends, results) if result.hint]
+                       f"{result.summary}" for backend, result in pairs)
+    hints = [f"{backend.match}: {result.hint}" for backend, result in pairs if result.hint]
     bad = sum(result.status in {CheckStatus.WARN, CheckStatus.FAIL} for result in results)
     summary = (f"{len(results)} backend(s) checked"
                + (f", {bad} with a problem" if bad else ", all fine"))

@@ -16,7 +16,7 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from anet_backends.responder import ASKS_FOR_INPUT, Responder, WireObject, leave_to_operator
+from anet_backends.responder import ASKS_FOR_INPUT, Responder, WireObject
 from anet_backends.retry import Backoff
 from anet_core.records import BackendError, BackendKind, BackendStage, BackendTarget, InboundTask
 from anet_core.wire import TaskState
@@ -49,6 +49,8 @@ class Turn:
     state: TaskState | None = None
     message: WireObject | None = None
     answered: bool = False
+    message_reply: bool = False
+    """The backend answered with a Message, not a Task."""
 
 
 class Ended(Exception):
@@ -109,7 +111,11 @@ class Forwarder:
                     message: WireObject, first: bool) -> WireObject:
         """Forward one message (with retries); return the requester's next message."""
         outgoing = self._outgoing(task, mapped, message)
-        metadata = {"anet.peer_aid": task.peer_aid, "anet.trusted": task.trusted}
+        # The request-level metadata the requester's client sent with this message (the first
+        # turn's; a follow-up arrives as a bare message), with the node's own anet.* keys.
+        sent = (task.metadata or {}) if message is task.message else {}
+        metadata = {**{key: value for key, value in sent.items() if not key.startswith("anet.")},
+                    "anet.peer_aid": task.peer_aid, "anet.trusted": task.trusted}
         loop = asyncio.get_running_loop()
         started, attempts = loop.time(), 0
         turn = Turn()
@@ -122,8 +128,8 @@ class Forwarder:
                 if error.stage is BackendStage.REFUSED:
                     log.warning("backend %s refused for task %s: %s", self.target.match,
                                 task.task_id, error.reason)
-                    await leave_to_operator(responder, f"backend {self.target.match} refused: "
-                                                       f"{error.reason}")
+                    await responder.to_inbox(f"backend {self.target.match} refused: "
+                                             f"{error.reason}")
                     raise Ended from None
                 retryable = error.stage in {BackendStage.UNREACHABLE, BackendStage.BUSY}
                 wait = self.backoff.delay(attempts, loop.time() - started) if retryable else None
@@ -184,6 +190,7 @@ class Forwarder:
                      event: WireObject) -> None:
         if "message" in event:
             turn.state, turn.message = TaskState.TASK_STATE_COMPLETED, event["message"]
+            turn.message_reply = True
             return
         if "task" in event:
             body = event["task"]
@@ -215,7 +222,9 @@ class Forwarder:
     async def _end_of_turn(self, task: InboundTask, responder: Responder, mapped: BackendTask,
                            message: WireObject, turn: Turn) -> WireObject:
         state = turn.state
-        if state is TaskState.TASK_STATE_COMPLETED:
+        if state is TaskState.TASK_STATE_COMPLETED and turn.message_reply:
+            await _reply_message(responder, turn.message or {})
+        elif state is TaskState.TASK_STATE_COMPLETED:
             await responder.complete(turn.message)
         elif state in {TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED}:
             await responder.fail(f"the backend ended the task as {state.name}", turn.message)
@@ -260,3 +269,13 @@ class Forwarder:
             except (BackendError, TimeoutError) as error:
                 log.warning("backend %s: canceling backend task %s of task %s failed: %s",
                             self.target.match, mapped.task_id, task.task_id, error)
+
+
+async def _reply_message(responder: Responder, message: WireObject) -> None:
+    """The backend answered with a Message: the requester's client gets that Message (the
+    task layer's ``Responder.reply_message``); a responder without it completes the task."""
+    reply = getattr(responder, "reply_message", None)
+    if reply is not None:
+        await reply(message)
+    else:
+        await responder.complete(message)

@@ -8,7 +8,14 @@ from contextlib import asynccontextmanager
 from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import BackendsConfig
 from anet_backends.doctor import CHECK_TIMEOUT_S, backends_check, declared_kinds
-from anet_backends.service import MODULE, Backends, check_policy, kinds_by_scheme
+from anet_backends.service import (
+    MODULE,
+    OPEN_POLICY_HINT,
+    Backends,
+    check_policy,
+    kinds_by_scheme,
+    policy_conflict,
+)
 from anet_core import hookimpl
 from anet_core.node import Node
 from anet_core.records import (
@@ -17,6 +24,7 @@ from anet_core.records import (
     DoctorCheck,
     InboundTask,
     Lifespan,
+    PolicyVeto,
     TaskClaim,
 )
 
@@ -65,6 +73,13 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
 def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
     service = _RUNNING.get(id(node))
     return None if service is None else service.claim(task, inbound_policy(node))
+
+
+@hookimpl
+def anet_policy_veto(node: Node, policy: str) -> PolicyVeto | None:
+    conflict = policy_conflict(node.config.module(MODULE, BackendsConfig), policy)
+    return None if conflict is None else PolicyVeto(module=MODULE, reason=conflict,
+                                                    hint=OPEN_POLICY_HINT)
 
 
 @hookimpl

@@ -32,15 +32,5 @@ class Responder(Protocol):
 
     async def fail(self, reason: str, message: WireObject | None = None) -> None: ...
 
-
-async def leave_to_operator(responder: Responder, reason: str) -> None:
-    """Hand the task back to the operator's inbox.
-
-    The task layer's responder has no way to do that yet (see docs/backends.md, "Open
-    points"); until it has ``to_inbox``, the requester is told the reason as a failure.
-    """
-    to_inbox = getattr(responder, "to_inbox", None)
-    if to_inbox is not None:
-        await to_inbox(reason)
-    else:
-        await responder.fail(reason)
+    async def to_inbox(self, reason: str) -> None:
+        """Give the task up: it waits in the operator's inbox; ``reason`` goes to the log."""

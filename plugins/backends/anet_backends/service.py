@@ -48,16 +48,32 @@ def kind_for(index: int, backend: Backend, kinds: dict[str, BackendKind]) -> Bac
     return kinds[scheme]
 
 
-def check_policy(config: BackendsConfig, policy: str) -> None:
-    """Refuse the inbound policy ``open`` while a backend forwards untrusted peers' tasks."""
+OPEN_POLICY_HINT = ("keep the inbound policy trusted (or closed), or remove accept_untrusted "
+                    "from this backend")
+
+
+def policy_conflict(config: BackendsConfig, policy: str) -> str | None:
+    """Why ``policy`` cannot be the inbound policy with this configuration, or None: ``open``
+    is refused while a backend forwards untrusted peers' tasks (it would let any stranger reach
+    them without the operator's choice of backend)."""
+    if policy != OPEN_POLICY:
+        return None
     for index, backend in enumerate(config.backends):
-        if backend.accept_untrusted and policy == OPEN_POLICY:
-            raise AnetError("backends-open-policy",
-                            f"modules.backends.backends[{index}].accept_untrusted (match "
-                            f"{backend.match!r}) forwards tasks of untrusted peers, and the "
-                            "inbound policy is open",
-                            hint="set the inbound policy to trusted or closed, or remove "
-                                 "accept_untrusted from this backend")
+        if backend.accept_untrusted:
+            return (f"modules.backends.backends[{index}].accept_untrusted (match "
+                    f"{backend.match!r}) forwards tasks of untrusted peers, which the inbound "
+                    "policy open does not allow")
+    return None
+
+
+def check_policy(config: BackendsConfig, policy: str) -> None:
+    """At start: refuse the inbound policy ``open`` while a backend forwards untrusted peers'
+    tasks (the error names the backend and the key)."""
+    conflict = policy_conflict(config, policy)
+    if conflict is not None:
+        raise AnetError("backends-open-policy", f"{conflict}; the inbound policy is open",
+                        hint="remove accept_untrusted from this backend, or start the daemon "
+                             "without it, run `anet policy set trusted`, and put it back")
 
 
 def is_text_task(message: dict[str, Any]) -> bool:

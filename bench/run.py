@@ -1,0 +1,308 @@
+"""Benchmark, end to end: what the network costs over calling a backend directly.
+
+Starts the network of ``anet demo`` on loopback in a temporary directory (a hub, the nodes alice
+and bob as real daemons, the example text agent as bob's backend on a unix socket) and drives it
+with the official a2a-sdk client, blocking SendMessage over JSON-RPC, in two ways:
+
+  (a) direct: the client calls the text agent on its socket;
+  (b) network: the client calls bob's proxy card on alice's local A2A endpoint, and the task
+      goes alice -> hub -> bob -> text agent and back, with a signed receipt.
+
+For N tasks one after the other and N at once it prints p50/p99 latency and tasks/s of both side
+by side, and the ratio (b)/(a). Then the idle memory (RSS) of a node and of the hub, and the
+hub's memory per connected node (N nodes registered at a second hub, as bench/hub_connections.py
+does). Everything is bounded in count and time and stopped and removed at the end.
+
+    .venv/bin/python bench/run.py [--tasks 100] [--nodes 200] [--timeout 600]
+    .venv/bin/python bench/run.py --nodes 1000            # the full hub count
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+
+from anet_core.demo.network import DemoNode, EmbeddedNetwork
+from anet_core.demo.progress import Progress
+from anet_core.hub.client import HubClient
+from anet_core.identity import Identity
+from anet_core.network import JoinState
+
+TEXT = ("stats: Hubs relay envelopes that are sealed end to end. Every remote agent appears on "
+        "your machine as an A2A server on loopback. A node hands accepted tasks to a backend.")
+WARM_UP = 5
+CONNECT_BATCH = 50
+SETTLE_S = 1.0
+CALL_TIMEOUT_S = 60.0
+# The hub's per-node rate limit (50/s, burst 200 by default) would measure itself, not the relay.
+HUB_OPTIONS = ("--rate", "1000000", "--burst", "1000000")
+
+
+@dataclass
+class Phase:
+    latencies: list[float]
+    wall: float
+
+    def percentile(self, fraction: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+    @property
+    def p50_ms(self) -> float:
+        return statistics.median(self.latencies) * 1000
+
+    @property
+    def p99_ms(self) -> float:
+        return self.percentile(0.99) * 1000
+
+    @property
+    def per_second(self) -> float:
+        return len(self.latencies) / self.wall
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_s(pid: int) -> float:
+    """User plus system CPU time of ``pid`` so far, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown CPU")
+    mem_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal:"))
+    return (f"{os.cpu_count()} CPUs ({cpu}), {mem_kib / 1024 / 1024:.1f} GiB memory, "
+            f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+
+
+# --- the two clients -----------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def sdk_client(http: httpx.AsyncClient, url: str) -> AsyncIterator[Client]:
+    """The official client from the agent's card at ``url``: JSON-RPC, blocking calls."""
+    config = ClientConfig(httpx_client=http, streaming=False,
+                          supported_protocol_bindings=["JSONRPC"])
+    client = await ClientFactory(config).create_from_url(url)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+def direct_http(network: EmbeddedNetwork, tasks: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.AsyncHTTPTransport(uds=str(network.agent_socket),
+                                           limits=httpx.Limits(max_connections=tasks)),
+        headers=network.agent_headers(), timeout=CALL_TIMEOUT_S)
+
+
+def endpoint_http(alice: DemoNode, tasks: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(headers={"Authorization": f"Bearer {alice.a2a_token()}"},
+                             limits=httpx.Limits(max_connections=tasks), timeout=CALL_TIMEOUT_S)
+
+
+async def one_task(client: Client) -> float:
+    message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=TEXT)])
+    started = time.perf_counter()
+    last = None
+    async for event in client.send_message(SendMessageRequest(message=message)):
+        last = event
+    elapsed = time.perf_counter() - started
+    if last is None or last.WhichOneof("payload") != "task" or \
+            last.task.status.state != TaskState.TASK_STATE_COMPLETED:
+        raise RuntimeError(f"the task did not complete: {last}")
+    return elapsed
+
+
+async def sequential(client: Client, count: int) -> Phase:
+    started = time.perf_counter()
+    latencies = [await one_task(client) for _ in range(count)]
+    return Phase(latencies, time.perf_counter() - started)
+
+
+async def concurrent(client: Client, count: int) -> Phase:
+    started = time.perf_counter()
+    latencies = await asyncio.gather(*(one_task(client) for _ in range(count)))
+    return Phase(list(latencies), time.perf_counter() - started)
+
+
+# --- reporting -----------------------------------------------------------------------------------
+
+
+def table(results: dict[str, tuple[Phase, Phase]], tasks: int) -> str:
+    rows = [f"{'':<26}{'(a) direct':>13}{'(b) network':>14}{'(b)/(a)':>10}"]
+    for name, (direct, network) in results.items():
+        label = f"{name}, n={tasks}"
+        for metric, unit, a, b in (("p50", "ms", direct.p50_ms, network.p50_ms),
+                                   ("p99", "ms", direct.p99_ms, network.p99_ms),
+                                   ("tasks/s", "/s", direct.per_second, network.per_second)):
+            rows.append(f"{label:<18}{metric:<8}{a:>10.1f} {unit}{b:>11.1f} {unit}"
+                        f"{b / a:>9.2f}x")
+            label = ""
+    return "\n".join(rows)
+
+
+# --- the hub's memory per node -------------------------------------------------------------------
+
+
+async def hub_per_node(network: EmbeddedNetwork, nodes: int, progress: Progress) -> str:
+    async with progress.step(f"{nodes} nodes registered at a second hub") as step:
+        url = await network.start_hub("the counting hub", *HUB_OPTIONS)
+        hub = network.child("the counting hub")
+        await asyncio.sleep(SETTLE_S)
+        before = rss_mib(hub.pid)
+        work = network.work / "counted"
+        identities = [Identity.create(work / f"n{index}" / "identity") for index in range(nodes)]
+        clients: list[HubClient] = []
+        try:
+            for first in range(0, nodes, CONNECT_BATCH):
+                batch = [HubClient(identity, url=url,
+                                   pin_path=work / f"n{first + index}" / "pin.json")
+                         for index, identity in enumerate(identities[first:first + CONNECT_BATCH])]
+                clients += batch
+                await asyncio.gather(*(client.start() for client in batch))
+            await until(lambda: all(c.status.state is JoinState.REGISTERED for c in clients))
+            await asyncio.sleep(SETTLE_S)
+            after = rss_mib(hub.pid)
+        finally:
+            for first in range(0, len(clients), CONNECT_BATCH):
+                await asyncio.gather(*(c.close() for c in clients[first:first + CONNECT_BATCH]))
+        step.result = f"{nodes} nodes registered at a second hub"
+    return (f"hub memory per connected node: {(after - before) * 1024 / nodes:.1f} KiB "
+            f"({nodes} nodes: {before:.1f} -> {after:.1f} MiB)")
+
+
+async def until(check: Callable[[], bool], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the nodes did not register in time")
+        await asyncio.sleep(0.05)
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+async def step(progress: Progress, what: str, run: Callable[[], Awaitable[Phase]]) -> Phase:
+    async with progress.step(what) as running:
+        phase = await run()
+        running.result = (f"{what}: p50 {phase.p50_ms:.1f} ms, p99 {phase.p99_ms:.1f} ms, "
+                          f"{phase.per_second:.0f} tasks/s")
+    return phase
+
+
+async def bench(args: argparse.Namespace) -> None:
+    progress = Progress()
+    progress.line(f"anet bench on {machine()}")
+    async with EmbeddedNetwork.open(prefix="anet-bench-") as network:
+        async with progress.step("network") as started:
+            await network.start_hub("the hub", *HUB_OPTIONS)
+            await network.start_agent()
+            alice = network.create_node("alice")
+            bob = network.create_node("bob", serve_with_agent=True)
+            await asyncio.gather(network.start_node(alice), network.start_node(bob))
+            await asyncio.gather(network.trust(bob, alice), network.trust(alice, bob))
+            await network.listed(alice, bob.aid)
+            started.result = "hub, alice, bob and the text agent up; trust set up"
+        await asyncio.sleep(SETTLE_S)
+        idle = {name: rss_mib(network.child(name).pid)
+                for name in ("alice", "bob", "the hub", "the text agent")}
+
+        tasks = args.tasks
+        async with direct_http(network, tasks) as direct_transport, \
+                endpoint_http(alice, tasks) as endpoint_transport, \
+                sdk_client(direct_transport, "http://localhost") as direct, \
+                sdk_client(endpoint_transport, alice.agent_url(bob.aid)) as through:
+            for client in (direct, through):
+                for _ in range(WARM_UP):
+                    await one_task(client)
+            pids = {"alice": network.child("alice").pid, "hub": network.child("the hub").pid,
+                    "bob": network.child("bob").pid,
+                    "text agent": network.child("the text agent").pid,
+                    "the a2a-sdk client": os.getpid()}
+            results: dict[str, tuple[Phase, Phase]] = {}
+            cpu = {name: 0.0 for name in pids}
+            for name, run in (("sequential", sequential), ("concurrent", concurrent)):
+                label = "sequential" if run is sequential else "at once"
+                a = await step(progress, f"(a) direct, {tasks} {label}",
+                               lambda run=run: run(direct, tasks))
+                before = {key: cpu_s(pid) for key, pid in pids.items()}
+                b = await step(progress, f"(b) network, {tasks} {label}",
+                               lambda run=run: run(through, tasks))
+                for key, pid in pids.items():
+                    cpu[key] += cpu_s(pid) - before[key]
+                results[name] = (a, b)
+        busy = {name: rss_mib(network.child(name).pid) for name in ("alice", "bob", "the hub")}
+        per_node = await hub_per_node(network, args.nodes, progress)
+
+    progress.line()
+    progress.line(f"Official a2a-sdk client, blocking SendMessage (JSON-RPC), text agent "
+                  f"'stats:' on {len(TEXT) - 7} characters:")
+    progress.line("  (a) direct: client -> text agent on its unix socket")
+    progress.line("  (b) network: client -> alice's local endpoint -> alice -> hub -> bob -> "
+                  "text agent, and back with a signed receipt")
+    progress.line()
+    progress.line(table(results, tasks))
+    progress.line()
+    progress.line(f"memory (RSS) idle: node {idle['alice']:.1f} MiB (alice), "
+                  f"{idle['bob']:.1f} MiB (bob); hub {idle['the hub']:.1f} MiB with 2 nodes; "
+                  f"text agent {idle['the text agent']:.1f} MiB")
+    progress.line(f"memory (RSS) after the tasks: alice {busy['alice']:.1f} MiB, "
+                  f"bob {busy['bob']:.1f} MiB, hub {busy['the hub']:.1f} MiB")
+    progress.line(per_node)
+    per_task = ", ".join(f"{name} {seconds * 1000 / (2 * tasks):.1f} ms"
+                         for name, seconds in cpu.items())
+    progress.line(f"CPU per task in (b), by process: {per_task}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=100,
+                        help="tasks per phase (sequential, and at once); default 100")
+    parser.add_argument("--nodes", type=int, default=200,
+                        help="nodes connected to measure the hub's memory per node; default 200")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="give up after this many seconds; default 600")
+    args = parser.parse_args()
+    if not 1 <= args.tasks <= 2000 or not 1 <= args.nodes <= 5000:
+        parser.error("--tasks must be 1-2000 and --nodes 1-5000")
+
+    async def bounded() -> None:
+        async with asyncio.timeout(args.timeout):
+            await bench(args)
+
+    try:
+        asyncio.run(bounded())
+    except TimeoutError:
+        print(f"bench: gave up after {args.timeout:.0f} s", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""Provider-side rules over the in-process relay: strangers and modules under each policy,
+policy vetoes, follow-ups after a restart, and keep-alives (``task.alive``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from anet_core import hookimpl
+from anet_core.plugins import make_plugins
+from anet_core.records import InboundTask, PolicyVeto, TaskClaim
+from anet_core.tasks import Responder, TaskError, provider
+from anet_core.wire import TaskState
+
+from .conftest import FakeHub, eventually, running_node, text
+
+pytestmark = pytest.mark.timeout(60)
+
+COMPLETED = "TASK_STATE_COMPLETED"
+
+
+def state(node, task_id: str) -> str:
+    return node.tasks.get(None, task_id)["status"]["state"]
+
+
+class StrangerDesk:
+    """Serves strangers' tasks of the skill ``public`` only; records what it was offered."""
+
+    def __init__(self) -> None:
+        self.offered: list[InboundTask] = []
+
+    @hookimpl
+    def anet_take_task(self, node, task: InboundTask) -> TaskClaim | None:
+        self.offered.append(task)
+        if task.skill != "public":
+            return None
+
+        async def serve(task: InboundTask, responder: Responder) -> None:
+            await responder.complete(f"hello stranger ({task.trusted})")
+
+        return TaskClaim(module="desk", serve=serve)
+
+    @hookimpl
+    def anet_policy_veto(self, node, policy: str) -> PolicyVeto | None:
+        if policy == "open":
+            return PolicyVeto(module="desk", reason="modules.desk.public serves strangers",
+                              hint="unset modules.desk.public")
+        return None
+
+
+def plugins_with(*modules: object):
+    plugins = make_plugins(load_entry_points=False)
+    for index, module in enumerate(modules):
+        plugins.pm.register(module, name=f"module-{index}")
+    return plugins
+
+
+async def test_a_strangers_task_is_accepted_only_when_a_module_claims_it(tmp_path: Path,
+                                                                         hub: FakeHub) -> None:
+    desk = StrangerDesk()
+    async with running_node(tmp_path / "a", hub) as a, \
+            running_node(tmp_path / "b", hub, plugins=plugins_with(desk)) as b:
+        served = await a.tasks.send(b.aid, text("hi", "m-1"), skill="public")
+        await eventually(lambda: state(a, served["id"]) == COMPLETED)
+        done = a.tasks.get(None, served["id"])
+        assert done["status"]["message"]["parts"] == [{"text": "hello stranger (False)"}]
+        assert done["metadata"]["anet.receipt_verified"] is True
+        assert desk.offered[0].trusted is False and desk.offered[0].continued is False
+
+        refused = await a.tasks.send(b.aid, text("and this?", "m-2"))
+        await eventually(lambda: state(a, refused["id"]) == "TASK_STATE_REJECTED")
+        assert a.tasks.get(None, refused["id"])["metadata"]["anet.reason"] == "not_trusted"
+        assert b.tasks.provider.inbox() == []
+
+        b.tasks.set_policy("closed")  # closed: not even offered to the modules
+        offered = len(desk.offered)
+        closed = await a.tasks.send(b.aid, text("closed?", "m-3"), skill="public")
+        await eventually(lambda: state(a, closed["id"]) == "TASK_STATE_REJECTED")
+        assert a.tasks.get(None, closed["id"])["metadata"]["anet.reason"] == "rejected_by_policy"
+        assert len(desk.offered) == offered
+
+
+async def test_hook_anet_policy_veto(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "b", hub, plugins=plugins_with(StrangerDesk())) as b:
+        with pytest.raises(TaskError) as refused:
+            b.tasks.set_policy("open")
+        assert refused.value.reference == "policy-refused"
+        assert "modules.desk.public serves strangers (module desk)" in refused.value.message
+        assert refused.value.hint == "unset modules.desk.public"
+        assert b.tasks.policy.value == "trusted"
+        assert b.tasks.set_policy("closed").value == "closed"
+        assert b.tasks.set_policy("trusted").value == "trusted"
+
+
+async def test_a_vetoed_policy_stops_the_start(tmp_path: Path, hub: FakeHub) -> None:
+    async with running_node(tmp_path / "b", hub) as b:
+        b.tasks.set_policy("open")
+    with pytest.raises(TaskError) as refused:
+        async with running_node(tmp_path / "b", hub, plugins=plugins_with(StrangerDesk())):
+            pass
+    assert "inbound policy open is refused: modules.desk.public" in refused.value.message
+    assert "anet policy set trusted" in (refused.value.hint or "")
+
+
+async def test_a_failing_veto_check_keeps_the_policy(tmp_path: Path, hub: FakeHub) -> None:
+    class Broken:
+        @hookimpl
+        def anet_policy_veto(self, node, policy):
+            raise RuntimeError("boom")
+
+    async with running_node(tmp_path / "b", hub, plugins=plugins_with(Broken())) as b:
+        with pytest.raises(TaskError, match="a module's check failed: RuntimeError: boom"):
+            b.tasks.set_policy("open")
+        assert b.tasks.policy.value == "trusted"
+        assert b.tasks.set_policy("closed").value == "closed"  # closing stays possible
+
+
+class Asker:
+    """Asks a question and waits for the answer (a backend that holds the task); after a restart
+    the answer comes back through ``anet_take_task`` with ``continued``."""
+
+    def __init__(self, *, claim_follow_ups: bool = True) -> None:
+        self.claim_follow_ups = claim_follow_ups
+        self.offered: list[InboundTask] = []
+
+    @hookimpl
+    def anet_take_task(self, node, task: InboundTask) -> TaskClaim | None:
+        self.offered.append(task)
+        if task.continued and not self.claim_follow_ups:
+            return None
+
+        async def serve(task: InboundTask, responder: Responder) -> None:
+            if task.continued:
+                await responder.complete(f"resumed with {task.message['parts'][0]['text']}")
+                return
+            await responder.input_required("which colour?")
+            await responder.next_message()
+            raise AssertionError("the node stops before the answer comes")
+
+        return TaskClaim(module="asker", serve=serve)
+
+
+@pytest.mark.parametrize("claimed", [True, False], ids=["claimed", "unclaimed"])
+async def test_a_follow_up_after_a_restart_is_offered_to_the_modules(
+        tmp_path: Path, hub: FakeHub, claimed: bool) -> None:
+    asker = Asker(claim_follow_ups=claimed)
+    plugins = plugins_with(asker)
+    async with running_node(tmp_path / "a", hub) as a:
+        async with running_node(tmp_path / "b", hub, plugins=plugins) as b:
+            b.tasks.trust(a.aid)
+            task = await a.tasks.send(b.aid, text("paint it", "m-1"))
+            await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        async with running_node(tmp_path / "b", hub, plugins=plugins) as b:
+            # the input-required task is not an orphan: it stays out of the inbox
+            assert b.tasks.provider.inbox() == []
+            await a.tasks.send(b.aid, text("blue", "m-2", taskId=task["id"]))
+            if claimed:
+                await eventually(lambda: state(a, task["id"]) == COMPLETED)
+                done = a.tasks.get(None, task["id"])
+                assert done["status"]["message"]["parts"] == [{"text": "resumed with blue"}]
+                assert b.tasks.provider.inbox() == []
+            else:
+                inbox = await eventually(lambda: b.tasks.provider.inbox())
+                assert [m["parts"][0]["text"] for m in inbox[0]["history"]] == [
+                    "paint it", "which colour?", "blue"]
+                await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get(
+                    "anet.reason") == "queued_for_operator")
+    follow_up = asker.offered[-1]
+    assert follow_up.continued and follow_up.task_id == task["id"]
+    assert follow_up.context_id == task["contextId"] and follow_up.trusted
+    assert follow_up.message["messageId"] == "m-2"
+
+
+async def test_a_module_that_returns_while_asking_leaves_the_answer_to_the_operator(
+        tmp_path: Path, hub: FakeHub) -> None:
+    class AsksAndLeaves:
+        offered = 0
+
+        @hookimpl
+        def anet_take_task(self, node, task):
+            self.offered += 1
+
+            async def serve(task, responder):
+                await responder.input_required("ask the operator")
+
+            return TaskClaim(module="leaves", serve=serve)
+
+    module = AsksAndLeaves()
+    async with running_node(tmp_path / "a", hub) as a, \
+            running_node(tmp_path / "b", hub, plugins=plugins_with(module)) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("hi", "m-1"))
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        await asyncio.sleep(0.05)  # serve() has returned
+        await a.tasks.send(b.aid, text("answer", "m-2", taskId=task["id"]))
+        await eventually(lambda: b.tasks.provider.inbox())
+        assert module.offered == 1
+
+
+async def test_keep_alives_hold_a_waiting_task_without_changing_it(
+        tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provider, "ALIVE_INTERVAL_S", 0.1)
+    async with running_node(tmp_path / "a", hub, no_response_after="600ms") as a, \
+            running_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        tasks = [await a.tasks.send(b.aid, text(f"wait {n}", f"m-{n}")) for n in range(3)]
+        await eventually(lambda: len(b.tasks.provider.inbox()) == 3)
+        await eventually(lambda: all(a.tasks.get(None, t["id"])["metadata"]["anet.state_seq"] == 1
+                                     for t in tasks))
+        to_a = len([e for e in hub.seen if e["to"] == a.aid])
+        subscription = a.tasks.subscribe(b.aid, tasks[0]["id"])
+        await asyncio.sleep(1.5)  # well past no_response_after: only keep-alives came
+        for task in tasks:
+            held = a.tasks.get(None, task["id"])
+            assert held["status"]["state"] == "TASK_STATE_SUBMITTED"
+            assert held["metadata"]["anet.state_seq"] == 1
+            assert held["metadata"]["anet.reason"] == "queued_for_operator"
+        alive = len([e for e in hub.seen if e["to"] == a.aid]) - to_a
+        assert 5 <= alive <= 20  # one envelope per interval for all three tasks, not three
+        events = aiter(subscription)
+        assert "task" in await anext(events)
+        with pytest.raises(TimeoutError):  # no event: a keep-alive is not a change
+            await asyncio.wait_for(anext(events), 0.05)
+
+        await b.tasks.provider.reply(tasks[0]["id"], "done")
+        await eventually(lambda: state(a, tasks[0]["id"]) == COMPLETED)
+        monkeypatch.setattr(b.hub, "send", _dropped)  # b goes silent: a fails the others
+        await eventually(lambda: state(a, tasks[1]["id"]) == "TASK_STATE_FAILED", timeout=5)
+        assert a.tasks.get(None, tasks[1]["id"])["metadata"]["anet.reason"] == "no_response"
+
+
+async def _dropped(envelope) -> None:
+    return None
+
+
+async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Path,
+                                                                   hub: FakeHub) -> None:
+    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b, \
+            running_node(tmp_path / "c", hub) as c:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, text("wait", "m-1"))
+        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
+        stored = a.store.get_task(task["id"])
+        with a.store.transaction():
+            stored.last_heard_at -= 100
+            a.store.save_task(stored)
+        before = a.store.get_task(task["id"]).last_heard_at
+        assert await c.tasks.provider.send_alive() == 0  # c holds no task of a
+        # c names a's task anyway: it is not c's, nothing moves
+        from anet_core.envelope import seal
+        from anet_core.tasks.protocol import AliveTask, TaskAlive, wire_body
+        body = wire_body(TaskAlive(tasks=[AliveTask(task_id=task["id"],
+                                                    context_id=task["contextId"])]))
+        await c.hub.send(seal(c.identity, a.aid, a.identity.encryption_public_key, body))
+        await asyncio.sleep(0.2)
+        assert a.store.get_task(task["id"]).last_heard_at == before
+        assert await b.tasks.provider.send_alive() == 1
+        await eventually(lambda: a.store.get_task(task["id"]).last_heard_at > before)
+        assert a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1
+        # a terminal task is not named
+        await b.tasks.provider.reply(task["id"], "done")
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        assert await b.tasks.provider.send_alive() == 0
+        assert TaskState(state(a, task["id"])) is TaskState.TASK_STATE_COMPLETED
