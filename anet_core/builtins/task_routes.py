@@ -197,11 +197,15 @@ async def agents(request: web.Request) -> web.Response:
     try:
         limit = int(query.get("limit", "50"))
     except ValueError:
-        raise TaskError("invalid-params", f"limit {query['limit']!r} is not a number")
-    page = await request.config_dict[NODE_KEY].hub.search(SearchQuery(
+        raise TaskError("invalid-params",
+                        f"limit {query['limit']!r} is not a number") from None
+    node = request.config_dict[NODE_KEY]
+    page = await node.hub.search(SearchQuery(
         skill=query.get("skill"), tag=query.get("tag"), q=query.get("q"),
         cursor=query.get("cursor"), limit=limit))
-    return web.json_response({"agents": [verified_fields(peer) for peer in page.peers],
+    # The node is not a remote agent of itself, as on the local A2A endpoint.
+    remote = [peer for peer in page.peers if peer.aid != node.aid]
+    return web.json_response({"agents": [verified_fields(peer) for peer in remote],
                               "nextCursor": page.next_cursor})
 
 
