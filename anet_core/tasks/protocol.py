@@ -54,8 +54,14 @@ class EffectStatus(StrEnum):
     DONE = "done"
 
 
+BODY_CONFIG = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+"""Unknown keys are ignored, so a newer peer can add fields without breaking an older one. The
+body is signed and sealed by the sender, so an unknown key is the peer's own word, never an
+intermediary's."""
+
+
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = BODY_CONFIG
 
     task_id: str = Field(alias="taskId")
     context_id: str = Field(alias="contextId", min_length=1, max_length=MAX_ID_LENGTH)
@@ -104,7 +110,7 @@ class TaskCancel(_Body):
 class ArtifactChunk(BaseModel):
     """One artifact event inside a non-terminal update (A2A TaskArtifactUpdateEvent fields)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = BODY_CONFIG
 
     artifact: dict[str, Any]
     append: bool = False
@@ -164,7 +170,7 @@ class TaskAlive(BaseModel):
     """Provider → requester: these tasks are still open here (in the inbox, or held by a
     module). A sign of life for ``no_response_after``, not a state change: no ``stateSeq``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = BODY_CONFIG
 
     type: Literal["task.alive"] = "task.alive"
     tasks: list[AliveTask] = Field(min_length=1, max_length=MAX_ALIVE_TASKS)

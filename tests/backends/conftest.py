@@ -79,6 +79,9 @@ class Recorder:
     async def complete(self, message: dict[str, Any] | None = None) -> None:
         self.events.append(("complete", message))
 
+    async def reply_message(self, message: dict[str, Any]) -> None:
+        self.events.append(("reply_message", message))
+
     async def fail(self, reason: str, message: dict[str, Any] | None = None) -> None:
         self.events.append(("fail", reason))
 

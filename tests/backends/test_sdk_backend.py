@@ -47,14 +47,14 @@ async def test_several_artifacts_each_reach_the_requester_once(sock_dir: Path, t
     assert recorder.kinds()[-1] == "complete"
 
 
-async def test_a_message_reply_completes_the_task(sock_dir: Path, token_file: Path,
+async def test_a_message_reply_reaches_the_requester_as_a_message(sock_dir: Path, token_file: Path,
                                                   streaming: bool) -> None:
     path = sock_dir / "a2a.sock"
     async with sdk_backend(path, streaming=streaming, token=TOKEN):
         recorder = await make_harness(f"unix://{path}", token_file=token_file).serve(
             inbound("msg hi"))
-    assert recorder.events[-1][0] == "complete"
-    assert recorder.texts("complete") == ["direct: msg hi"]
+    assert recorder.events[-1][0] == "reply_message"
+    assert recorder.texts("reply_message") == ["direct: msg hi"]
 
 
 async def test_input_required_continues_the_same_backend_task(sock_dir: Path, token_file: Path,

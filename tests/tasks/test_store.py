@@ -119,3 +119,11 @@ async def test_trust_list_and_inbox(tmp_path: Path) -> None:
         assert [t.id for t in store.inbox()] == ["t-00000001"]
         store.out_of_inbox("t-00000001")
         assert store.inbox() == []
+
+
+def test_a_task_message_from_a_newer_peer_with_unknown_fields_is_understood() -> None:
+    from anet_core.tasks.protocol import TASK_BODY
+
+    body = TASK_BODY.validate_python({
+        "type": "task.cancel", "taskId": "t" * 32, "contextId": "c1", "addedLater": {"x": 1}})
+    assert body.task_id == "t" * 32 and not hasattr(body, "addedLater")

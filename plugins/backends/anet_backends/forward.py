@@ -223,7 +223,7 @@ class Forwarder:
                            message: WireObject, turn: Turn) -> WireObject:
         state = turn.state
         if state is TaskState.TASK_STATE_COMPLETED and turn.message_reply:
-            await _reply_message(responder, turn.message or {})
+            await responder.reply_message(turn.message or {})
         elif state is TaskState.TASK_STATE_COMPLETED:
             await responder.complete(turn.message)
         elif state in {TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED}:
@@ -269,13 +269,3 @@ class Forwarder:
             except (BackendError, TimeoutError) as error:
                 log.warning("backend %s: canceling backend task %s of task %s failed: %s",
                             self.target.match, mapped.task_id, task.task_id, error)
-
-
-async def _reply_message(responder: Responder, message: WireObject) -> None:
-    """The backend answered with a Message: the requester's client gets that Message (the
-    task layer's ``Responder.reply_message``); a responder without it completes the task."""
-    reply = getattr(responder, "reply_message", None)
-    if reply is not None:
-        await reply(message)
-    else:
-        await responder.complete(message)

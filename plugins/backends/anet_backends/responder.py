@@ -30,6 +30,9 @@ class Responder(Protocol):
 
     async def complete(self, message: WireObject | None = None) -> None: ...
 
+    async def reply_message(self, message: WireObject) -> None:
+        """Complete with a reply the requester's client receives as a Message, not a Task."""
+
     async def fail(self, reason: str, message: WireObject | None = None) -> None: ...
 
     async def to_inbox(self, reason: str) -> None:
