@@ -79,7 +79,8 @@ async def _body(request: web.Request, model: type[_Request]) -> Any:
     try:
         return model.model_validate(await request.json())
     except (ValueError, ValidationError) as error:
-        raise AnetError("bad-request", f"{request.path}: the request body is invalid: {error}")
+        raise AnetError("bad-request",
+                        f"{request.path}: the request body is invalid: {error}") from None
 
 
 def _route(method: str, path: str) -> Callable[[Handler], Handler]:
@@ -115,7 +116,8 @@ async def list_tasks(request: web.Request) -> web.Response:
     try:
         page_size = int(query.get("pageSize", "50"))
     except ValueError:
-        raise TaskError("invalid-params", f"pageSize {query['pageSize']!r} is not a number")
+        raise TaskError("invalid-params",
+                        f"pageSize {query['pageSize']!r} is not a number") from None
     layer = _layer(request)
     page = layer.list(query.get("aid"), context_id=query.get("contextId"),
                       state=query.get("status"), page_size=page_size,

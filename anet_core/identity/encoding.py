@@ -24,7 +24,7 @@ def decode_b64u(text: object, *, what: str, length: int | None = None,
     """
     if not isinstance(text, str):
         # ValueError, not TypeError: callers catch one error for any bad field of a peer's message.
-        raise ValueError(f"{what} must be base64url text, got {type(text).__name__}")  # noqa: TRY004
+        raise ValueError(f"{what} must be base64url text, got {type(text).__name__}")
     if max_length is not None and len(text) > (max_length * 4 + 2) // 3:
         raise ValueError(f"{what} is longer than {max_length} bytes")
     if not _BASE64URL_TEXT.match(text) or len(text) % 4 == 1:

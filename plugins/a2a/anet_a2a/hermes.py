@@ -92,7 +92,8 @@ def _load(path: Path) -> CommentedMap:
         document = _yaml().load(text)
     except YAMLError as error:
         raise AnetError("hermes-config-invalid", f"{path} is not valid YAML: {error}",
-                        hint="fix it (Hermes ignores a file it cannot parse), then run again")
+                        hint="fix it (Hermes ignores a file it cannot parse), then run again",
+                        ) from None
     if document is None:
         return CommentedMap()
     if not isinstance(document, CommentedMap):

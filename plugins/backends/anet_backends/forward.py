@@ -142,7 +142,7 @@ class Forwarder:
                 await self._failed(task, responder, mapped, message,
                                    f"the backend sent nothing for {self.idle_timeout_s:g} s",
                                    attempts)
-            except Exception as error:  # noqa: BLE001 - a kind's bug fails this task only
+            except Exception as error:
                 log.exception("backend %s crashed on task %s", self.target.match, task.task_id)
                 await self._failed(task, responder, mapped, message,
                                    f"{type(error).__name__}: {error}", attempts)

@@ -1,0 +1,144 @@
+"""A full task through a real hub: nothing the hub stores or forwards contains its content.
+
+The nodes reach the hub through a recording TCP proxy, so the test sees every byte the hub
+receives and sends; after the task it also reads every file of the hub's data directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from anet_core import hookimpl
+from anet_core.builtins.lifecycle import initialise
+from anet_core.network import JoinState
+from anet_core.plugins import make_plugins
+from anet_core.records import TaskClaim
+from anet_core.settings import DataPaths
+from tests.conftest import running_node
+
+MESSAGE_SECRET = "question-7f3a9c-about-the-merger"
+REPLY_SECRET = "answer-51be0d-the-merger-is-off"
+ARTIFACT_SECRET = "artifact-c2e8d4-board-minutes"
+STEP_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@asynccontextmanager
+async def recording_proxy(target_port: int, recorded: bytearray) -> AsyncIterator[int]:
+    """A TCP proxy on loopback that appends every byte in both directions to ``recorded``."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                recorded.extend(data)
+                writer.write(data)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def connection(client_reader: asyncio.StreamReader,
+                         client_writer: asyncio.StreamWriter) -> None:
+        hub_reader, hub_writer = await asyncio.open_connection("127.0.0.1", target_port)
+        await asyncio.gather(pipe(client_reader, hub_writer), pipe(hub_reader, client_writer))
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+
+
+@asynccontextmanager
+async def hub_process(data: Path, port: int) -> AsyncIterator[None]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "anet_core.cli.main", "hub", "serve", "--listen",
+        f"127.0.0.1:{port}", "--data", str(data), stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL)
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT_S):
+            while True:
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.05)
+        yield
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+class Answers:
+    """Bob's module: answers every task with a secret reply and a secret artifact."""
+
+    @hookimpl
+    def anet_take_task(self, node: Any, task: Any) -> TaskClaim:
+        async def serve(task: Any, responder: Any) -> None:
+            await responder.complete(REPLY_SECRET, artifacts=[
+                {"artifactId": "minutes", "parts": [{"text": ARTIFACT_SECRET}]}])
+
+        return TaskClaim(module="answers", serve=serve)
+
+
+def joined(root: Path, hub_url: str) -> Path:
+    initialise(DataPaths(root))
+    config = json.loads((root / "config.json").read_text())
+    config["hub"] = {"url": hub_url}
+    (root / "config.json").write_text(json.dumps(config))
+    return root
+
+
+async def until(predicate: Any, what: str) -> None:
+    async with asyncio.timeout(STEP_TIMEOUT_S):
+        while not predicate():
+            await asyncio.sleep(0.05)
+
+
+async def test_the_hub_never_sees_the_message_the_reply_or_the_artifacts(tmp_path: Path) -> None:
+    recorded = bytearray()
+    hub_port = free_port()
+    bob_plugins = make_plugins(load_entry_points=False)
+    bob_plugins.pm.register(Answers(), name="answers")
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(hub_process(tmp_path / "hub", hub_port))
+        proxy_port = await stack.enter_async_context(recording_proxy(hub_port, recorded))
+        hub_url = f"ws://127.0.0.1:{proxy_port}"
+        bob = await stack.enter_async_context(
+            running_node(joined(tmp_path / "bob", hub_url), bob_plugins))
+        alice = await stack.enter_async_context(running_node(joined(tmp_path / "alice", hub_url)))
+        for node in (alice, bob):
+            await until(lambda node=node: node.hub.status.state is JoinState.REGISTERED,
+                        f"{node.aid} registered")
+        bob.tasks.trust(alice.aid)
+        task = await alice.tasks.send(bob.aid, {
+            "messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": MESSAGE_SECRET}]})
+        await until(lambda: alice.tasks.get(None, task["id"])["status"]["state"]
+                    == "TASK_STATE_COMPLETED", "the task completes")
+        done = alice.tasks.get(None, task["id"])
+
+    # The task really carried the secrets end to end...
+    text = json.dumps(done)
+    assert REPLY_SECRET in text and ARTIFACT_SECRET in text
+    assert done["metadata"]["anet.receipt_verified"] is True
+    # ...and neither the wire nor the hub's files ever held one of them.
+    hub_files = b"".join(path.read_bytes() for path in (tmp_path / "hub").rglob("*")
+                         if path.is_file())
+    assert b"envelope" in bytes(recorded) and len(hub_files) > 0
+    for secret in (MESSAGE_SECRET, REPLY_SECRET, ARTIFACT_SECRET):
+        assert secret.encode() not in recorded, f"{secret} crossed the hub in clear"
+        assert secret.encode() not in hub_files, f"{secret} is stored at the hub"
