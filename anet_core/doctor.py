@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from anet_core.cli.context import CliContext
+from anet_core.config import Config
 from anet_core.control.client import ControlClient
 from anet_core.daemon import running_pid
 from anet_core.errors import AnetError
@@ -48,9 +49,9 @@ class Outcome:
                 "seconds": round(self.seconds, 3)}
 
 
-def all_checks(plugins: Plugins) -> list[DoctorCheck]:
+def all_checks(plugins: Plugins, config: Config | None = None) -> list[DoctorCheck]:
     checks: dict[str, DoctorCheck] = {}
-    for check in plugins.collect("anet_doctor_checks"):
+    for check in plugins.collect("anet_doctor_checks", config=config):
         if check.name in checks:
             raise AnetError("doctor-check-duplicate",
                             f"the modules {checks[check.name].module} and {check.module} both "

@@ -14,6 +14,7 @@ import pluggy
 from anet_core import PROJECT
 
 if TYPE_CHECKING:
+    from anet_core.config import Config
     from anet_core.node import Node
     from anet_core.network import PeerInfo
     from anet_core.records import (
@@ -95,12 +96,14 @@ def anet_routes(node: Node) -> list[ControlRoutes]:
 
 
 @hookspec
-def anet_doctor_checks() -> list[DoctorCheck]:
+def anet_doctor_checks(config: Config | None) -> list[DoctorCheck]:
     """Declare health checks for ``anet doctor``.
 
-    Called by the doctor; the core runs every check concurrently, each with its own timeout and
-    error isolation, and prints the results. A check receives a
-    :class:`anet_core.doctor.CheckContext` (settings, configuration, the running daemon if any).
+    Called by the doctor with the validated configuration (None when config.json is invalid:
+    the core's own check reports that), so a module can declare one check per configured item.
+    The core runs every check concurrently, each with its own timeout and error isolation, and
+    prints the results. A check receives a :class:`anet_core.doctor.CheckContext` (settings,
+    configuration, the running daemon if any).
 
     Example::
 

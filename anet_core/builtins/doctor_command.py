@@ -7,13 +7,15 @@ import asyncio
 
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
+from anet_core.config import Config
+from anet_core.errors import AnetError
 from anet_core.doctor import CheckContext, Outcome, all_checks, run_checks, select
 from anet_core.plugins import Plugins, install_command
 from anet_core.records import CheckStatus, CliCommand
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
-    checks = select(all_checks(ctx.plugins), args.names)
+    checks = select(all_checks(ctx.plugins, _config_or_none(ctx)), args.names)
     if args.list:
         for check in checks:
             print(f"{check.name:<28} {check.module:<10} {check.summary}")
@@ -27,6 +29,13 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     else:
         _print(ctx.plugins, outcomes)
     return 1 if failed else 0
+
+
+def _config_or_none(ctx: CliContext) -> Config | None:
+    try:
+        return ctx.config
+    except AnetError:
+        return None  # the check config-valid says why
 
 
 def _print(plugins: Plugins, outcomes: list[Outcome]) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from anet_backends.config import BackendsConfig
-from anet_backends.doctor import backends_check, declared_kinds
+from anet_backends.doctor import declared_kinds
+from anet_core.doctor import all_checks, run_checks
 from anet_backends.service import Backends, kinds_by_scheme
 from anet_core.config import load_config
 from anet_core.doctor import CheckContext
@@ -78,8 +79,8 @@ def test_without_the_kind_its_scheme_is_refused_in_config(tmp_path: Path) -> Non
         load_config(config_path, make_plugins())
 
 
-async def test_doctor_reports_each_backend_on_its_own_line(tmp_path: Path, sock_dir: Path,
-                                                           token_file: Path) -> None:
+async def test_doctor_has_one_check_per_backend(tmp_path: Path, sock_dir: Path,
+                                                token_file: Path) -> None:
     data = tmp_path / "node"
     data.mkdir()
     path = sock_dir / "a2a.sock"
@@ -89,12 +90,14 @@ async def test_doctor_reports_each_backend_on_its_own_line(tmp_path: Path, sock_
          "peer_check": "path-only"},
         {"match": "gone", "url": f"unix://{sock_dir}/absent.sock"}]}}}))
     ctx = CheckContext(settings=Settings(data_dir=data), plugins=make_plugins())
+    checks = [check for check in all_checks(ctx.plugins, ctx.config) if check.module == "backends"]
+    assert [check.name for check in checks] == ["backend-any", "backend-gone", "backend-loose"]
     async with sdk_backend(path, streaming=True, token=TOKEN):
-        result = await backends_check(ctx)
-    lines = result.detail.splitlines()
-    assert len(lines) == 3
-    assert lines[0].startswith(f"* → unix://{path}: ok: card 'SDK backend' readable, streaming")
-    assert "warn" in lines[1] and "peer_check: path-only" in lines[1]
-    assert "gone" in lines[2] and "fail: unreachable" in lines[2]
-    assert result.status is CheckStatus.FAIL and "2 with a problem" in result.summary
+        results = {outcome.check.name: outcome.result for outcome in await run_checks(checks, ctx)}
+    assert results["backend-any"].status is CheckStatus.OK
+    assert results["backend-any"].summary.startswith("card 'SDK backend' readable, streaming")
+    assert results["backend-loose"].status is CheckStatus.WARN
+    assert "peer_check: path-only" in results["backend-loose"].summary
+    assert results["backend-gone"].status is CheckStatus.FAIL
+    assert results["backend-gone"].summary.startswith("unreachable")
 

@@ -1,8 +1,10 @@
-"""``anet doctor``: one line per configured backend, in the detail of the check ``backends``."""
+"""``anet doctor``: one check per configured backend."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from functools import partial
 
 import pluggy
 
@@ -10,12 +12,11 @@ from anet_backends.config import Backend, BackendsConfig
 from anet_backends.service import MODULE, kinds_by_scheme
 from anet_core.doctor import CheckContext
 from anet_core.errors import AnetError
-from anet_core.records import BackendKind, CheckResult, CheckStatus
+from anet_core.records import BackendKind, CheckResult, CheckStatus, DoctorCheck
 
 PROBE_TIMEOUT_S = 8.0
 """Each backend's probe; below the check's own timeout so one hung backend shows as such."""
 CHECK_TIMEOUT_S = 10.0
-_SEVERITY = [CheckStatus.OK, CheckStatus.SKIP, CheckStatus.WARN, CheckStatus.FAIL]
 
 
 def declared_kinds(pm: pluggy.PluginManager) -> list[tuple[str, BackendKind]]:
@@ -24,7 +25,7 @@ def declared_kinds(pm: pluggy.PluginManager) -> list[tuple[str, BackendKind]]:
             for kind in impl.function() or ()]
 
 
-async def probe(index: int, backend: Backend, kinds: dict[str, BackendKind]) -> CheckResult:
+async def probe(backend: Backend, kinds: dict[str, BackendKind]) -> CheckResult:
     kind = kinds.get(backend.target().scheme)
     if kind is None:
         return CheckResult(CheckStatus.FAIL, f"no installed backend kind takes {backend.url!r}",
@@ -38,23 +39,42 @@ async def probe(index: int, backend: Backend, kinds: dict[str, BackendKind]) -> 
                            hint="the backend hangs: restart it")
 
 
-async def backends_check(ctx: CheckContext) -> CheckResult:
-    config = ctx.config.module(MODULE, BackendsConfig)
-    if not config.backends:
-        return CheckResult(CheckStatus.OK, "no backend configured: accepted tasks wait in the "
-                           "inbox for the operator")
+def backend_checks(config: BackendsConfig | None) -> list[DoctorCheck]:
+    """One check per configured backend, named after its match (``backend-any`` for "*")."""
+    if config is None or not config.backends:
+        return [DoctorCheck("backends", MODULE, "the backends configured, if any",
+                            no_backend, timeout=CHECK_TIMEOUT_S)]
+    names: set[str] = set()
+    checks = []
+    for index, backend in enumerate(config.backends):
+        name = check_name(backend.match, names)
+        names.add(name)
+        checks.append(DoctorCheck(
+            name, MODULE, f"backend {backend.match!r} ({backend.url}): reachable, card readable, "
+            "socket path trusted, listener the expected account",
+            partial(probe_configured, index), timeout=CHECK_TIMEOUT_S))
+    return checks
+
+
+def check_name(match: str, taken: set[str]) -> str:
+    slug = "any" if match == "*" else re.sub(r"[^a-z0-9]+", "-", match.lower()).strip("-")
+    name = f"backend-{slug or 'skill'}"
+    suffix = 2
+    while name in taken:
+        name, suffix = f"backend-{slug or 'skill'}-{suffix}", suffix + 1
+    return name
+
+
+async def no_backend(ctx: CheckContext) -> CheckResult:
+    ctx.config.module(MODULE, BackendsConfig)  # an invalid block fails here, with its message
+    return CheckResult(CheckStatus.OK, "no backend configured: accepted tasks wait in the "
+                       "inbox for the operator")
+
+
+async def probe_configured(index: int, ctx: CheckContext) -> CheckResult:
+    backend = ctx.config.module(MODULE, BackendsConfig).backends[index]
     try:
         kinds = kinds_by_scheme(declared_kinds(ctx.plugins.pm))
     except AnetError as error:
         return CheckResult(CheckStatus.FAIL, error.message, hint=error.hint)
-    results = await asyncio.gather(*(probe(index, backend, kinds)
-                                     for index, backend in enumerate(config.backends)))
-    worst = max((result.status for result in results), key=_SEVERITY.index)
-    pairs = list(zip(config.backends, results, strict=True))
-    detail = "\n".join(f"{backend.match} → {backend.url}: {result.status.value}: "
-                       f"{result.summary}" for backend, result in pairs)
-    hints = [f"{backend.match}: {result.hint}" for backend, result in pairs if result.hint]
-    bad = sum(result.status in {CheckStatus.WARN, CheckStatus.FAIL} for result in results)
-    summary = (f"{len(results)} backend(s) checked"
-               + (f", {bad} with a problem" if bad else ", all fine"))
-    return CheckResult(worst, summary, detail=detail, hint="; ".join(hints))
+    return await probe(backend, kinds)

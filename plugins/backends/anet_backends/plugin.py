@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import BackendsConfig
-from anet_backends.doctor import CHECK_TIMEOUT_S, backends_check, declared_kinds
+from anet_backends.doctor import backend_checks, declared_kinds
 from anet_backends.service import (
     MODULE,
     OPEN_POLICY_HINT,
@@ -17,6 +17,7 @@ from anet_backends.service import (
     policy_conflict,
 )
 from anet_core import hookimpl
+from anet_core.config import Config
 from anet_core.node import Node
 from anet_core.records import (
     BackendKind,
@@ -83,7 +84,5 @@ def anet_policy_veto(node: Node, policy: str) -> PolicyVeto | None:
 
 
 @hookimpl
-def anet_doctor_checks() -> list[DoctorCheck]:
-    return [DoctorCheck("backends", MODULE, "each backend is reachable, its card readable, its "
-                        "socket path trusted and its listener the expected account",
-                        backends_check, timeout=CHECK_TIMEOUT_S)]
+def anet_doctor_checks(config: Config | None) -> list[DoctorCheck]:
+    return backend_checks(None if config is None else config.module(MODULE, BackendsConfig))
