@@ -9,77 +9,18 @@ bearer token. B trusts A. Every step has a deadline, and every process is stoppe
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-ANET = [sys.executable, "-m", "anet_core.cli.main"]
-STEP_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(predicate: Any, what: str, timeout: float = STEP_TIMEOUT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting until {what}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-@dataclass
-class Daemon:
-    """One node's data directory, driven through the real CLI."""
-
-    root: Path
-    disabled: str
-
-    def run(self, *args: str) -> str:
-        env = {**os.environ, "ANET_DATA_DIR": str(self.root), "ANET_DISABLE_MODULES": self.disabled}
-        result = subprocess.run([*ANET, *args], env=env, capture_output=True, text=True,
-                                timeout=STEP_TIMEOUT_S, check=False, cwd=REPO)
-        if result.returncode != 0:
-            raise AssertionError(f"anet {' '.join(args)} -> {result.returncode}\n"
-                                 f"{result.stdout}{result.stderr}")
-        return result.stdout
-
-    def status(self) -> dict[str, Any]:
-        return json.loads(self.run("status", "--json"))
-
-    def configure(self, **modules: Any) -> None:
-        path = self.root / "config.json"
-        config = json.loads(path.read_text())
-        config.setdefault("modules", {}).update(modules)
-        path.write_text(json.dumps(config, indent=2))
+from tests.support import REPO, HubProcess, NodeDir, free_port, stop_process, wait_for
 
 
 @dataclass(frozen=True)
@@ -108,28 +49,24 @@ def running_chain() -> Iterator[Chain]:
     # module refuses a socket whose directories others may write.
     root = Path(tempfile.mkdtemp(prefix="anet-a2a-"))
     os.chmod(root, 0o700)
-    processes: list[subprocess.Popen[bytes]] = []
-    nodes = [Daemon(root / "a", disabled="backends"), Daemon(root / "b", disabled="a2a")]
+    agent: subprocess.Popen[bytes] | None = None
+    hub = HubProcess(root / "hub", free_port())
+    nodes = [NodeDir(root / "a", disabled="backends"), NodeDir(root / "b", disabled="a2a")]
     try:
         token_file = root / "agent.token"
         token_file.write_text(secrets.token_urlsafe(24) + "\n")
         token_file.chmod(0o600)
         agent_socket = root / "tck.sock"
         with open(root / "agent.log", "ab") as log:
-            processes.append(subprocess.Popen(
+            agent = subprocess.Popen(
                 [sys.executable, "-m", "examples.tck_agent", "--socket", str(agent_socket),
                  "--token-file", str(token_file)], stdout=log, stderr=log, cwd=REPO,
-                start_new_session=True))
-        hub_port = free_port()
-        with open(root / "hub.log", "ab") as log:
-            processes.append(subprocess.Popen(
-                [*ANET, "hub", "serve", "--listen", f"127.0.0.1:{hub_port}", "--data",
-                 str(root / "hub")], stdout=log, stderr=log, cwd=REPO, start_new_session=True))
-        wait_for(lambda: _listening(hub_port), "the hub listens")
+                start_new_session=True)
+        hub.start()
         wait_for(agent_socket.exists, "the backend listens")
         for node in nodes:
             node.run("init")
-            node.run("join", f"ws://127.0.0.1:{hub_port}")
+            node.run("join", hub.url)
         a, b = nodes
         b.configure(backends={
             "backends": [{"match": "*", "url": f"unix://{agent_socket}",
@@ -138,8 +75,7 @@ def running_chain() -> Iterator[Chain]:
         for node in nodes:
             node.run("up")
         for node in nodes:
-            wait_for(lambda n=node: n.status().get("hub", {}).get("state") == "registered",
-                     f"{node.root.name} registered")
+            node.wait_registered()
         requester, remote = a.status()["aid"], b.status()["aid"]
         b.run("trust", "add", requester)
         state = a.root / "modules" / "a2a"
@@ -148,16 +84,8 @@ def running_chain() -> Iterator[Chain]:
                     requester=requester)
     finally:
         for node in nodes:
-            if (node.root / "config.json").exists():
-                try:
-                    node.run("stop")
-                except (AssertionError, subprocess.TimeoutExpired):
-                    pass
-        for process in reversed(processes):
-            _stop(process)
+            node.stop()
+        hub.stop()
+        if agent is not None:
+            stop_process(agent)
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0

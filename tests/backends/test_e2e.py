@@ -13,12 +13,9 @@ import asyncio
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +30,10 @@ from anet_core.node import Node
 from tests.backends.conftest import TOKEN
 from tests.backends.sdk_backend import Seen, sdk_backend
 from tests.conftest import running_node
+from tests.support import ANET, STEP_TIMEOUT_S, HubProcess, free_port, until
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module")]
 
-ANET = [sys.executable, "-m", "anet_core.cli.main"]
-STEP_TIMEOUT_S = 30.0
 COMPLETED = "TASK_STATE_COMPLETED"
 
 
@@ -70,51 +66,6 @@ async def anet(root: Path, *args: str, check: bool = True) -> Result:
         raise AssertionError(f"anet {' '.join(args)} -> {result.returncode}\n"
                              f"{result.stdout}{result.stderr}")
     return result
-
-
-async def until(predicate: Callable[[], Any], what: str,
-                timeout: float = STEP_TIMEOUT_S) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = predicate()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        await asyncio.sleep(0.05)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-async def start_hub(data: Path, port: int) -> subprocess.Popen[bytes]:
-    with open(data.parent / "hub.log", "ab") as log:
-        process = subprocess.Popen(
-            [*ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data)],
-            stdout=log, stderr=log, start_new_session=True)
-
-    def listening() -> bool:
-        assert process.poll() is None, "the hub exited"
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    await until(listening, "the hub listens")
-    return process
-
-
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # --- the network -------------------------------------------------------------------------------
@@ -208,8 +159,8 @@ async def net(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Network
             sdk_backend(sockets / "stream.sock", streaming=True, token=TOKEN))
         blocking = await stack.enter_async_context(
             sdk_backend(sockets / "block.sock", streaming=False, token=TOKEN))
-        hub = await start_hub(tmp / "hub", port)
-        stack.callback(stop_process, hub)
+        hub = HubProcess(tmp / "hub", port).start()
+        stack.callback(hub.stop)
         await anet(b_root, "init")
         await anet(b_root, "join", hub_url)
         b = Provider(b_root, json.loads((await anet(b_root, "status", "--json")).stdout)["aid"],

@@ -4,110 +4,23 @@ restarts of all three processes mid-task, unregistered nodes and bad input."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.support import HubProcess, NodeDir, free_port, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
-ANET = [sys.executable, "-m", "anet_core.cli.main"]
-STEP_TIMEOUT_S = 30.0
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class Hub:
-    data: Path
-    port: int
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        with open(self.data.parent / "hub.log", "ab") as log:
-            self.process = subprocess.Popen(
-                [*ANET, "hub", "serve", "--listen", f"127.0.0.1:{self.port}", "--data",
-                 str(self.data)], stdout=log, stderr=log, start_new_session=True)
-        deadline = time.monotonic() + STEP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise AssertionError(f"the hub did not listen on {self.port}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-
-
-@dataclass
-class NodeDir:
-    root: Path
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "ANET_DATA_DIR": str(self.root), "ANET_DISABLE_MODULES": "a2a"}
-        result = subprocess.run([*ANET, *args], env=env, capture_output=True, text=True,
-                                timeout=STEP_TIMEOUT_S, check=False)
-        if check and result.returncode != 0:
-            raise AssertionError(f"anet {' '.join(args)} -> {result.returncode}\n"
-                                 f"{result.stdout}{result.stderr}")
-        return result
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args, "--json").stdout)
-
-    @property
-    def aid(self) -> str:
-        return self.json("status")["aid"]
-
-    def wait_registered(self) -> None:
-        wait_for(lambda: self.json("status").get("hub", {}).get("state") == "registered",
-                 f"{self.root.name} registered")
-
-    def stop(self) -> None:
-        self.run("stop", check=False)
-
-
-def wait_for(predicate: Any, what: str, timeout: float = STEP_TIMEOUT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting until {what}")
+Network = tuple[HubProcess, NodeDir, NodeDir]
 
 
 @pytest.fixture
-def network(tmp_path: Path) -> Iterator[tuple[Hub, NodeDir, NodeDir]]:
-    hub = Hub(tmp_path / "hub", free_port())
-    hub.start()
-    nodes = [NodeDir(tmp_path / name) for name in ("alice", "bob")]
+def network(tmp_path: Path) -> Iterator[Network]:
+    hub = HubProcess(tmp_path / "hub", free_port()).start()
+    nodes = [NodeDir(tmp_path / name, disabled="a2a") for name in ("alice", "bob")]
     try:
         for node in nodes:
             node.run("init")
@@ -125,7 +38,7 @@ def task_state(node: NodeDir, task_id: str) -> str:
     return node.json("task", task_id)["status"]["state"]
 
 
-def test_send_inbox_reply_and_restarts(network: tuple[Hub, NodeDir, NodeDir]) -> None:
+def test_send_inbox_reply_and_restarts(network: Network) -> None:
     hub, alice, bob = network
     bob.run("trust", "add", alice.aid)
     listed = [agent["aid"] for agent in alice.json("agents")["agents"]]
@@ -155,7 +68,7 @@ def test_send_inbox_reply_and_restarts(network: tuple[Hub, NodeDir, NodeDir]) ->
     assert "evidence chain OK" in bob.run("evidence", "verify").stdout
 
 
-def test_stranger_multi_turn_wait_and_bad_input(network: tuple[Hub, NodeDir, NodeDir]) -> None:
+def test_stranger_multi_turn_wait_and_bad_input(network: Network) -> None:
     _, alice, bob = network
     stranger = alice.json("send", bob.aid, "let me in")
     wait_for(lambda: task_state(alice, stranger["id"]) == "TASK_STATE_REJECTED", "rejected")
@@ -185,7 +98,7 @@ def test_stranger_multi_turn_wait_and_bad_input(network: tuple[Hub, NodeDir, Nod
 
 
 def test_unregistered_node_refuses_to_send(tmp_path: Path) -> None:
-    lonely = NodeDir(tmp_path / "lonely")
+    lonely = NodeDir(tmp_path / "lonely", disabled="a2a")
     lonely.run("init")
     lonely.run("up")
     try:

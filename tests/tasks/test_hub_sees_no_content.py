@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -22,17 +20,11 @@ from anet_core.plugins import make_plugins
 from anet_core.records import TaskClaim
 from anet_core.settings import DataPaths
 from tests.conftest import running_node
+from tests.support import HubProcess, free_port, until
 
 MESSAGE_SECRET = "question-7f3a9c-about-the-merger"
 REPLY_SECRET = "answer-51be0d-the-merger-is-off"
 ARTIFACT_SECRET = "artifact-c2e8d4-board-minutes"
-STEP_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @asynccontextmanager
@@ -62,27 +54,6 @@ async def recording_proxy(target_port: int, recorded: bytearray) -> AsyncIterato
         server.close()
 
 
-@asynccontextmanager
-async def hub_process(data: Path, port: int) -> AsyncIterator[None]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "anet_core.cli.main", "hub", "serve", "--listen",
-        f"127.0.0.1:{port}", "--data", str(data), stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL)
-    try:
-        async with asyncio.timeout(STEP_TIMEOUT_S):
-            while True:
-                try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
-        yield
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 class Answers:
     """Bob's module: answers every task with a secret reply and a secret artifact."""
 
@@ -103,19 +74,13 @@ def joined(root: Path, hub_url: str) -> Path:
     return root
 
 
-async def until(predicate: Any, what: str) -> None:
-    async with asyncio.timeout(STEP_TIMEOUT_S):
-        while not predicate():
-            await asyncio.sleep(0.05)
-
-
 async def test_the_hub_never_sees_the_message_the_reply_or_the_artifacts(tmp_path: Path) -> None:
     recorded = bytearray()
     hub_port = free_port()
     bob_plugins = make_plugins(load_entry_points=False)
     bob_plugins.pm.register(Answers(), name="answers")
     async with AsyncExitStack() as stack:
-        await stack.enter_async_context(hub_process(tmp_path / "hub", hub_port))
+        stack.callback(HubProcess(tmp_path / "hub", hub_port).start().stop)
         proxy_port = await stack.enter_async_context(recording_proxy(hub_port, recorded))
         hub_url = f"ws://127.0.0.1:{proxy_port}"
         bob = await stack.enter_async_context(

@@ -1,0 +1,139 @@
+"""What the end-to-end tests share: free ports, bounded waits, a hub process, a node's CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ANET = [sys.executable, "-m", "anet_core.cli.main"]
+REPO = Path(__file__).resolve().parents[1]
+STEP_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_for(predicate: Any, what: str, timeout: float = STEP_TIMEOUT_S) -> Any:
+    """Poll ``predicate`` until it returns something true; fail naming ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting until {what}")
+
+
+async def until(predicate: Any, what: str, timeout: float = STEP_TIMEOUT_S) -> Any:
+    """The same without blocking the event loop; ``predicate`` may be a coroutine function."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        await asyncio.sleep(0.05)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 10 s: no test leaves a process behind."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@dataclass
+class HubProcess:
+    """``anet hub serve`` on a loopback port, logging to ``hub.log`` beside its data."""
+
+    data: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> HubProcess:
+        self.data.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.data.parent / "hub.log", "ab") as log:
+            self.process = subprocess.Popen(
+                [*ANET, "hub", "serve", "--listen", f"127.0.0.1:{self.port}", "--data",
+                 str(self.data)], stdout=log, stderr=log, start_new_session=True, cwd=REPO)
+        process = self.process
+        wait_for(lambda: process.poll() is not None or listening(self.port),
+                 f"the hub listens on {self.port}")
+        assert process.poll() is None, f"the hub exited; see {self.data.parent / 'hub.log'}"
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process)
+        self.process = None
+
+
+@dataclass
+class NodeDir:
+    """A node's data directory, driven through the real ``anet`` CLI."""
+
+    root: Path
+    disabled: str = ""
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "ANET_DATA_DIR": str(self.root),
+               "ANET_DISABLE_MODULES": self.disabled}
+        result = subprocess.run([*ANET, *args], env=env, capture_output=True, text=True,
+                                timeout=STEP_TIMEOUT_S, check=False, cwd=REPO)
+        if check and result.returncode != 0:
+            raise AssertionError(f"anet {' '.join(args)} -> {result.returncode}\n"
+                                 f"{result.stdout}{result.stderr}")
+        return result
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "--json").stdout)
+
+    def status(self) -> dict[str, Any]:
+        return self.json("status")
+
+    @property
+    def aid(self) -> str:
+        return self.status()["aid"]
+
+    def configure(self, **modules: Any) -> None:
+        """Set ``modules.<name>`` blocks of config.json."""
+        path = self.root / "config.json"
+        config = json.loads(path.read_text())
+        config.setdefault("modules", {}).update(modules)
+        path.write_text(json.dumps(config, indent=2))
+
+    def wait_registered(self) -> None:
+        wait_for(lambda: self.status().get("hub", {}).get("state") == "registered",
+                 f"{self.root.name} registered")
+
+    def stop(self) -> None:
+        if (self.root / "config.json").exists():
+            self.run("stop", check=False)
