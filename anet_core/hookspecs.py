@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         InboundTask,
         Lifespan,
         PolicyVeto,
+        SkillSource,
         TaskClaim,
     )
 
@@ -237,4 +238,24 @@ def anet_policy_veto(node: Node, policy: str) -> PolicyVeto | None:
                                   reason="modules.greeter.strangers_welcome is set",
                                   hint="unset it, or keep the policy trusted")
             return None
+    """
+
+
+@hookspec
+def anet_card_skills(node: Node) -> list[SkillSource]:
+    """Offer skills for the node's network card, besides the ``node.skills`` of config.json.
+
+    Called by the hub link before every publication of the card (after each registration, and
+    when a periodic refresh finds the skills changed). The core awaits each source's ``read``
+    with a timeout and leaves out one that fails; a skill whose id config.json already lists
+    keeps the configured entry.
+
+    Example::
+
+        @hookimpl
+        def anet_card_skills(node):
+            async def read():
+                return [{"id": "greet", "name": "Greet", "description": "Says hello",
+                         "tags": ["greeting"]}]
+            return [SkillSource(module="greeter", read=read)]
     """

@@ -122,8 +122,19 @@ class HubLink(Protocol):
     async def search(self, query: SearchQuery) -> SearchPage:
         """Search the directory; every entry is verified as :meth:`peer` does."""
 
+    def forget_peer(self, aid: str | None = None) -> None:
+        """Drop what is cached about ``aid`` (everyone when None): the next ``peer`` asks the
+        hub again, e.g. after an envelope failed to open with the cached keys."""
+
     async def publish_card(self, card: dict[str, Any]) -> None:
         """Sign and publish this node's network card (name, description, skills, charge)."""
+
+    async def refresh_card(self) -> None:
+        """Publish the card again if the skills the modules offer changed since the last time."""
+
+    async def reregister(self) -> None:
+        """Register again, so the hub takes this node's new key history (after a rotation),
+        then republish the card signed with the new key."""
 
     async def post_review(self, review: dict[str, Any]) -> None:
         """Publish a signed review of an agent, with the receipt that entitles it."""

@@ -8,7 +8,7 @@ import os
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from aiohttp import web
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 
 @dataclass
 class Listener:
@@ -38,6 +40,18 @@ class Listener:
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "address": self.address, "state": self.state,
                 "detail": self.detail}
+
+
+class NodeKey(Generic[T]):
+    """A typed key for a module's state on the running node, as aiohttp's ``web.AppKey``:
+    ``BACKENDS = NodeKey("backends", Backends)``, then ``node[BACKENDS] = service``."""
+
+    def __init__(self, name: str, kind: type[T]) -> None:
+        self.name = name
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<NodeKey {self.name}: {self.kind.__name__}>"
 
 
 @dataclass
@@ -54,6 +68,7 @@ class Node:
     evidence: EvidenceChain = field(init=False)
     hub: HubLink = field(init=False)
     tasks: TaskLayer = field(init=False)
+    module_state: dict[NodeKey[Any], Any] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -64,6 +79,18 @@ class Node:
     @property
     def aid(self) -> str:
         return self.identity.aid
+
+    def __getitem__(self, key: NodeKey[T]) -> T:
+        return self.module_state[key]  # type: ignore[no-any-return]
+
+    def __setitem__(self, key: NodeKey[T], value: T) -> None:
+        self.module_state[key] = value
+
+    def __delitem__(self, key: NodeKey[T]) -> None:
+        del self.module_state[key]
+
+    def get(self, key: NodeKey[T]) -> T | None:
+        return self.module_state.get(key)
 
     def add_listener(self, listener: Listener) -> None:
         self.listeners[listener.name] = listener
@@ -89,6 +116,7 @@ class Node:
                 log.debug("starting %s", lifespan.name)
                 await stack.enter_async_context(lifespan.open())
             self.tasks.receive()  # tasks arrive only once the modules that claim them run
+            await self.hub.refresh_card()  # with the skills the started modules offer
             log.info("node %s ready", self.aid)
             await self.stopping.wait()
             log.info("node %s stopping", self.aid)

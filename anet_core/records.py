@@ -149,6 +149,19 @@ class PolicyVeto:
 
 
 @dataclass(frozen=True)
+class SkillSource:
+    """Skills a module offers on the node's network card (``anet_card_skills``).
+
+    ``read`` returns skills as the card lists them (``{"id", "name", "description", "tags"}``);
+    the hub link awaits it before every publication, with a timeout, and leaves out a source
+    that fails.
+    """
+
+    module: str
+    read: Callable[[], Awaitable[list[dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
 class CardExtension:
     """An A2A extension a proxy card declares (an ``AgentExtension`` on the wire).
 
@@ -226,10 +239,13 @@ class BackendKind:
 
     ``open(target)`` returns an async context manager that checks and connects the backend and
     yields a :class:`BackendChannel` (raising :class:`BackendError` when it cannot);
-    ``diagnose(target)``, when given, is what ``anet doctor`` reports for such a backend.
+    ``diagnose(target)``, when given, is what ``anet doctor`` reports for such a backend;
+    ``skills(target)``, when given, what the node's network card lists for it.
     """
 
     name: str
     schemes: tuple[str, ...]
     open: Callable[[BackendTarget], AbstractAsyncContextManager[BackendChannel]]
     diagnose: Callable[[BackendTarget], Awaitable[CheckResult]] | None = None
+    skills: Callable[[BackendTarget], Awaitable[list[dict[str, Any]]]] | None = None
+    """The skills such a backend offers (from its agent card), for the node's network card."""

@@ -6,7 +6,6 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
@@ -14,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from anet_core import hookimpl
 from anet_core.errors import AnetError
-from anet_core.hub.client import card_from_config
 from anet_core.network import HubError, PeerInfo, SearchQuery, Verification
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import ControlRoutes
@@ -216,10 +214,8 @@ async def rotate(request: web.Request) -> web.Response:
     body = await _body(request, RotateRequest)
     node: Node = request.config_dict[NODE_KEY]
     history = await asyncio.to_thread(node.identity.rotate, body.emergency)
-    try:
-        await node.hub.publish_card(asdict(card_from_config(node.config.node)))
-    except HubError as error:  # the hub link republishes after its next connection anyway
-        log.warning("card not republished after the rotation: %s", error.message)
+    # The hub takes a new key history at registration; the card follows, signed anew.
+    await node.hub.reregister()
     return web.json_response({"aid": node.aid, "keySeq": history.key_seq,
                               "emergency": body.emergency})
 

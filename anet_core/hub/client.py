@@ -3,6 +3,12 @@
 One background task keeps a WebSocket to the home hub: it answers the hub's challenge, registers,
 republishes the card, hands delivered envelopes to the receiver (acknowledging each only after the
 receiver returned) and reconnects with capped, jittered exponential backoff when the link drops.
+
+Under load (docs/protocol.md, "Relay and delivery" and "Limits"): requests are paced to the
+limits the hub announced and, when refused ``rate-limited`` all the same, retried after
+``retryAfter`` within a deadline; verified lookups are kept briefly (``peers.PeerCache``); an
+envelope the receiver failed on is retried on the same connection with backoff, the later
+envelopes of its sender waiting behind it and those of other senders going on.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from functools import partial
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +53,7 @@ from anet_core.hub.frames import (
     challenge_bytes,
     registration_bytes,
 )
-from anet_core.hub.peers import PeerVerifier
+from anet_core.hub.peers import PeerCache, PeerVerifier
 from anet_core.identity import (
     HistoryError,
     Identity,
@@ -69,6 +77,7 @@ from anet_core.network import (
 if TYPE_CHECKING:
     from anet_core.config import NodeSection
     from anet_core.node import Node
+    from anet_core.records import SkillSource
 
 log = logging.getLogger("anet.hub.client")
 
@@ -79,10 +88,23 @@ HANDSHAKE_TIMEOUT_S = 15.0
 FIRST_ATTEMPT_WAIT_S = 2.0
 """``open_hub_link`` waits this long for the first connection attempt, so the status shown
 right after ``anet up`` is the real one rather than a guess."""
+CARD_REFRESH_S = 300.0
+"""How often the card is compared with what the modules offer, and republished if it changed."""
+SKILL_SOURCE_TIMEOUT_S = 10.0
 HEARTBEAT_S = 30.0
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 PIN_FILE = "hub-pin.json"
 """In the data directory: the hub's AID and key history as first seen at ``hub.url``."""
+RATE_LIMIT_DEADLINE_S = 30.0
+"""A request refused ``rate-limited`` is retried until this long after it was first made; then
+it fails with ``HubError("rate-limited")``."""
+RETRY_AFTER_MIN_S = 0.02
+RETRY_AFTER_MAX_S = 5.0
+"""``retryAfter`` as told by the hub is kept within these bounds (a hub cannot park a request
+for long, nor make it spin)."""
+RECEIVE_RETRY_BASE_S = 0.5
+RECEIVE_RETRY_CAP_S = 30.0
+"""An envelope the receiver failed on is tried again after 0.5 s, doubling to 30 s."""
 
 
 def normalize_hub_url(url: str) -> str:
@@ -119,6 +141,141 @@ def backoff_delay(attempt: int) -> float:
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
+def receive_retry_delay(failures: int) -> float:
+    """The wait before the receiver is given an envelope again, after ``failures`` failures."""
+    return min(RECEIVE_RETRY_CAP_S, RECEIVE_RETRY_BASE_S * 2 ** min(max(failures - 1, 0), 20))
+
+
+class RequestPacer:
+    """This node's copy of the token bucket the hub keeps for it (the limits told in
+    ``registered``), so requests wait here rather than being refused there.
+
+    Reservations may run into debt: each waits its turn, in order, instead of all retrying at
+    once. A ``rate-limited`` answer (the hub's bucket is the truth: it outlives connections)
+    holds the bucket back by ``retryAfter``. Acknowledgements are not paced: the hub does not
+    count them.
+    """
+
+    def __init__(self) -> None:
+        self.rate: float | None = None
+        self.burst = 0.0
+        self._tokens = 0.0
+        self._stamp = 0.0
+
+    def configure(self, rate: float, burst: float, *, now: float | None = None) -> None:
+        """Follow the hub's limits; unchanged limits keep the state (so does a reconnection,
+        as the hub's bucket does)."""
+        if (rate, float(burst)) == (self.rate, self.burst) or rate <= 0:
+            return
+        self.rate, self.burst = rate, float(burst)
+        self._tokens, self._stamp = float(burst), time.monotonic() if now is None else now
+
+    def reserve(self, now: float | None = None) -> float:
+        """Take a token; the seconds to wait before using it (0 when one was there)."""
+        if self.rate is None:
+            return 0.0
+        self._refill(time.monotonic() if now is None else now)
+        self._tokens -= 1
+        return max(0.0, -self._tokens / self.rate)
+
+    def refund(self) -> None:
+        if self.rate is not None:
+            self._tokens += 1
+
+    def hold(self, seconds: float, now: float | None = None) -> None:
+        """The hub has no token for this node for ``seconds``."""
+        if self.rate is None:
+            return
+        self._refill(time.monotonic() if now is None else now)
+        self._tokens = min(self._tokens, 1 - seconds * self.rate)
+
+    def _refill(self, now: float) -> None:
+        assert self.rate is not None
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+
+@dataclass(eq=False)
+class Held:
+    """A delivered envelope not acknowledged yet."""
+
+    envelope: dict[str, Any]
+    id: str
+    sender: str
+    failures: int = 0
+    due: float = 0.0
+
+
+class DeliveryQueue:
+    """The envelopes one connection delivered and the receiver has not taken yet, and the order
+    in which to give them to it.
+
+    In hub order (storage order per recipient), except that an envelope the receiver failed on
+    waits for its retry (``receive_retry_delay``), and the later envelopes from the **same
+    sender** wait behind it (a cancel must not overtake the message it cancels); envelopes from
+    other senders go on. A retry that is due goes before new envelopes. An id already held is
+    not taken twice (a hub may deliver an envelope again on one connection).
+    """
+
+    def __init__(self) -> None:
+        self._fresh: deque[Held] = deque()
+        self._failed: dict[str, Held] = {}
+        self._ids: set[str] = set()
+        self._changed = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._fresh) + len(self._failed)
+
+    def add(self, envelope: dict[str, Any]) -> bool:
+        envelope_id = envelope.get("id")
+        if not isinstance(envelope_id, str):
+            log.warning("event=delivery-without-id")
+            return False
+        if envelope_id in self._ids:
+            log.debug("event=delivery-repeated id=%s", envelope_id)
+            return False
+        sender = envelope.get("from")
+        self._ids.add(envelope_id)
+        self._fresh.append(Held(envelope, envelope_id, sender if isinstance(sender, str) else ""))
+        self._changed.set()
+        return True
+
+    def take(self, now: float) -> tuple[Held | None, float | None]:
+        """The next envelope to try now, or None and when a retry falls due (None: nothing
+        waits)."""
+        due = [held for held in self._failed.values() if held.due <= now]
+        if due:
+            return min(due, key=lambda held: held.due), None
+        for held in self._fresh:
+            if held.sender not in self._failed:
+                self._fresh.remove(held)
+                return held, None
+        return None, min((held.due for held in self._failed.values()), default=None)
+
+    async def next(self) -> Held:
+        while True:
+            self._changed.clear()
+            held, wake = self.take(time.monotonic())
+            if held is not None:
+                return held
+            timeout = None if wake is None else max(0.0, wake - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def done(self, held: Held) -> None:
+        if self._failed.get(held.sender) is held:
+            del self._failed[held.sender]
+        self._ids.discard(held.id)
+
+    def failed(self, held: Held, now: float) -> float:
+        """Keep ``held`` for a retry; the delay until then."""
+        held.failures += 1
+        delay = receive_retry_delay(held.failures)
+        held.due = now + delay
+        self._failed[held.sender] = held
+        return delay
+
+
 class Refused(Exception):
     """The hub (or what answers at its URL) refused this node; the link retries later."""
 
@@ -131,16 +288,23 @@ class HubClient:
     """A node's link to its home hub (``anet_core.network.HubLink``)."""
 
     def __init__(self, identity: Identity, *, url: str | None, pin_path: Path,
-                 card: CardContent | None = None) -> None:
+                 card: CardContent | None = None,
+                 module_skills: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
+                 ) -> None:
         self._identity = identity
         self._pin_path = pin_path
         self._card = card
+        self._module_skills = module_skills
+        self._published_skills: list[dict[str, Any]] | None = None
         self._url = normalize_hub_url(url) if url else None
         self._state = JoinState.NOT_JOINED if self._url is None else JoinState.UNREACHABLE
         self._since: float | None = None if self._url is None else time.time()
         self._receiver: EnvelopeReceiver | None = None
         self._receiver_set = asyncio.Event()
         self._verifier = PeerVerifier()
+        self._peers = PeerCache(self._verifier)
+        self._lookups: dict[str, asyncio.Task[PeerInfo]] = {}
+        self._pacer = RequestPacer()
         self._hub_history: VerifiedHistory | None = None
         self._limits: Limits | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
@@ -180,12 +344,44 @@ class HubClient:
             raise HubError("hub-protocol", f"the hub answered {answer.type} to send")
 
     async def peer(self, aid: str) -> PeerInfo:
+        """The verified entry of ``aid``: from the cache while it holds it (see
+        ``peers.PeerCache``), else one lookup shared by every caller asking meanwhile."""
         self._require(JoinState.REGISTERED)
+        cached = self._peers.get(aid)
+        if cached is not None:
+            return cached
+        lookup = self._lookups.get(aid)
+        if lookup is None:
+            lookup = asyncio.create_task(self._lookup(aid, self._peers.epoch),
+                                         name=f"hub-lookup-{aid[:8]}")
+            self._lookups[aid] = lookup
+            lookup.add_done_callback(lambda task: self._lookup_done(aid, task))
+        return await asyncio.shield(lookup)
+
+    def forget_peer(self, aid: str | None = None) -> None:
+        """Drop what is cached of ``aid`` (every AID when None): the next ``peer()`` asks the
+        hub. For a receiver whose envelope failed to open with the cached history
+        (``unknown-key``, ``bad-signature``): the sender may have rotated its keys."""
+        self._peers.forget(aid)
+        if aid is None:
+            self._lookups.clear()
+        else:
+            self._lookups.pop(aid, None)
+
+    async def _lookup(self, aid: str, epoch: int) -> PeerInfo:
         answer = await self._request({"type": "lookup", "aid": aid})
         if not isinstance(answer, EntryFrame):
             raise HubError("hub-protocol", f"the hub answered {answer.type} to lookup")
         official = self._verifier.official_members(answer.official_list, self._hub_history)
-        return self._verifier.verify(answer.entry, official)
+        info = self._verifier.verify(answer.entry, official)
+        self._peers.put(info, epoch=epoch)
+        return info
+
+    def _lookup_done(self, aid: str, task: asyncio.Task[PeerInfo]) -> None:
+        if self._lookups.get(aid) is task:
+            del self._lookups[aid]
+        if not task.cancelled():
+            task.exception()  # retrieved: every caller that still waits gets it raised
 
     async def search(self, query: SearchQuery) -> SearchPage:
         self._require(JoinState.REGISTERED)
@@ -205,6 +401,15 @@ class HubClient:
                                  charge=card.get("charge", "free"))
         if self._ws is not None and self._state in (JoinState.REGISTERED, JoinState.PENDING):
             await self._publish()
+
+    async def refresh_card(self) -> None:
+        if self._card is None or self._state is not JoinState.REGISTERED:
+            return  # the card is published at the next registration anyway
+        if await self._skills() != self._published_skills:
+            await self._publish_logged()
+
+    async def reregister(self) -> None:
+        await self.rejoin(self._url)
 
     async def post_review(self, review: dict[str, Any]) -> None:
         self._require(JoinState.REGISTERED)
@@ -227,6 +432,11 @@ class HubClient:
 
     async def close(self) -> None:
         await self._stop_loop()
+        lookups = list(self._lookups.values())
+        self.forget_peer()
+        for lookup in lookups:
+            lookup.cancel()
+        await asyncio.gather(*lookups, return_exceptions=True)
         if self._http is not None:
             await self._http.close()
             self._http = None
@@ -234,6 +444,7 @@ class HubClient:
     async def rejoin(self, url: str | None) -> JoinStatus:
         """Follow a new ``hub.url`` (``anet join``): drop the link and connect to ``url``."""
         await self._stop_loop()
+        self.forget_peer()
         self._url = normalize_hub_url(url) if url else None
         self._set_state(JoinState.NOT_JOINED if self._url is None else JoinState.UNREACHABLE)
         await self.start()
@@ -280,8 +491,10 @@ class HubClient:
             registered = await self._receive(ws, RegisteredFrame)
             self._pin(url, self._hub_history)
             self._limits = registered.limits
+            self._pacer.configure(registered.limits.rate_per_second, registered.limits.burst)
+            self.forget_peer()  # a new connection: what the directory says is asked afresh
             self._ws = ws
-            inbox: asyncio.Queue[DeliverFrame] = asyncio.Queue()
+            inbox = DeliveryQueue()
             tasks = {asyncio.create_task(self._deliver_forever(ws, inbox))}
             try:
                 await self._on_registered(registered, tasks)
@@ -359,7 +572,7 @@ class HubClient:
             # In a task: the answer to publish arrives through the read loop this caller runs.
             tasks.add(asyncio.create_task(self._publish_logged()))
 
-    async def _on_frame(self, text: str, inbox: asyncio.Queue[DeliverFrame],
+    async def _on_frame(self, text: str, inbox: DeliveryQueue,
                         tasks: set[asyncio.Task[None]]) -> None:
         try:
             frame = HUB_FRAME.validate_json(text)
@@ -367,7 +580,7 @@ class HubClient:
             log.warning("event=hub-bad-frame error=%r", error.errors()[0]["msg"])
             return
         if isinstance(frame, DeliverFrame):
-            inbox.put_nowait(frame)
+            inbox.add(frame.envelope)
         elif isinstance(frame, RegisteredFrame):
             await self._on_registered(frame, tasks)
         elif (rid := getattr(frame, "rid", None)) is not None and rid in self._pending:
@@ -378,22 +591,28 @@ class HubClient:
             log.warning("event=hub-error reason=%s message=%r", frame.reason, frame.message)
 
     async def _deliver_forever(self, ws: aiohttp.ClientWebSocketResponse,
-                               inbox: asyncio.Queue[DeliverFrame]) -> None:
-        """One at a time, in order: the receiver keeps the envelope, then the hub forgets it."""
+                               inbox: DeliveryQueue) -> None:
+        """One at a time, in the order of ``DeliveryQueue``: the receiver keeps the envelope,
+        then the hub forgets it. A failure is retried here, on this connection."""
         while True:
-            frame = await inbox.get()
-            envelope_id = frame.envelope.get("id")
-            if not isinstance(envelope_id, str):
-                log.warning("event=delivery-without-id")
-                continue
+            held = await inbox.next()
             await self._receiver_set.wait()
             assert self._receiver is not None
             try:
-                await self._receiver(frame.envelope)
-            except Exception:
-                log.exception("event=receive-failed id=%s", envelope_id)
+                await self._receiver(held.envelope)
+            except Exception as error:
+                delay = inbox.failed(held, time.monotonic())
+                # The retry looks the sender up afresh (its keys may have changed).
+                if held.sender:
+                    self.forget_peer(held.sender)
+                log.warning("event=receive-failed id=%s from=%s attempt=%d retryIn=%.1fs "
+                            "error=%r", held.id, held.sender, held.failures, delay, error,
+                            exc_info=held.failures == 1)
                 continue
-            await ws.send_str(json.dumps({"type": "ack", "id": envelope_id}))
+            inbox.done(held)
+            if held.failures:
+                log.info("event=receive-recovered id=%s attempts=%d", held.id, held.failures + 1)
+            await ws.send_str(json.dumps({"type": "ack", "id": held.id}))
 
     async def _publish_logged(self) -> None:
         try:
@@ -401,17 +620,59 @@ class HubClient:
         except HubError as error:
             log.warning("event=card-refused reason=%s message=%r", error.reason, error.message)
 
+    async def _skills(self) -> list[dict[str, Any]]:
+        """The configured skills, then those the modules offer now (a configured id wins)."""
+        assert self._card is not None
+        skills = list(self._card.skills)
+        offered = await self._module_skills() if self._module_skills is not None else []
+        known = {skill.get("id") for skill in skills}
+        return skills + [skill for skill in offered if skill.get("id") not in known]
+
     async def _publish(self) -> None:
         card = self._card
         assert card is not None and self._url is not None
+        skills = await self._skills()
         signed = sign_document(self._identity, {
             "type": CARD_TYPE, "name": card.name, "description": card.description,
-            "skills": card.skills, "charge": card.charge, "homeHub": self._url,
+            "skills": skills, "charge": card.charge, "homeHub": self._url,
             "publishedAt": int(time.time())})
         await self._request({"type": "publish", "card": signed})
+        self._published_skills = skills
         log.info("event=card-published url=%s keySeq=%d", self._url, signed["keySeq"])
 
     async def _request(self, frame: dict[str, Any]) -> HubFrame:
+        """Send a request and return its answer; an ``error`` answer raises HubError. Paced to
+        the hub's limits; ``rate-limited`` is retried after ``retryAfter`` until
+        ``RATE_LIMIT_DEADLINE_S`` after the first try."""
+        budget = RATE_LIMIT_DEADLINE_S
+        deadline = time.monotonic() + budget
+        while True:
+            await self._pace(deadline, budget)
+            answer = await self._request_once(frame)
+            if not isinstance(answer, ErrorFrame):
+                return answer
+            if answer.reason != "rate-limited":
+                raise HubError(answer.reason, answer.message)
+            wait = min(RETRY_AFTER_MAX_S, max(RETRY_AFTER_MIN_S, answer.retry_after or 0.0))
+            if time.monotonic() + wait > deadline:
+                raise HubError("rate-limited", f"{answer.message} (gave up: the request "
+                                               f"would have waited more than {budget:g} s)")
+            log.debug("event=rate-limited type=%s retryAfter=%.3f", frame["type"], wait)
+            self._pacer.hold(wait)
+
+    async def _pace(self, deadline: float, budget: float) -> None:
+        delay = self._pacer.reserve()
+        if not delay:
+            return
+        if time.monotonic() + delay > deadline:
+            self._pacer.refund()
+            raise HubError("rate-limited", f"this node has more requests waiting than the hub "
+                                           f"at {self._url} allows within {budget:g} s "
+                                           f"({self._pacer.rate:g} requests/s, burst "
+                                           f"{self._pacer.burst:g}); try again later")
+        await asyncio.sleep(delay)
+
+    async def _request_once(self, frame: dict[str, Any]) -> HubFrame:
         ws = self._ws
         if ws is None:
             raise HubError("hub-unreachable", self.status.sentence)
@@ -429,8 +690,6 @@ class HubClient:
                                               f"{error}") from None
         finally:
             self._pending.pop(rid, None)
-        if isinstance(answer, ErrorFrame):
-            raise HubError(answer.reason, answer.message)
         return answer
 
     def _require(self, state: JoinState) -> None:
@@ -483,9 +742,37 @@ def pin_path(root: Path) -> Path:
 async def open_hub_link(node: Node) -> AsyncIterator[HubClient]:
     """The node's hub link, connected in the background while the context is open."""
     client = HubClient(node.identity, url=node.config.hub.url, pin_path=pin_path(node.paths.root),
-                       card=card_from_config(node.config.node))
+                       card=card_from_config(node.config.node),
+                       module_skills=partial(module_skills, node))
     await client.start()
+    refresher = asyncio.create_task(_refresh_card_forever(client), name="card-refresh")
     try:
         yield client
     finally:
+        refresher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await refresher
         await client.close()
+
+
+async def module_skills(node: Node) -> list[dict[str, Any]]:
+    """The skills every module offers for the card (``anet_card_skills``); a source that fails
+    or takes longer than ``SKILL_SOURCE_TIMEOUT_S`` is left out of this publication."""
+    sources = node.plugins.collect("anet_card_skills", node=node)
+
+    async def read(source: SkillSource) -> list[dict[str, Any]]:
+        try:
+            return await asyncio.wait_for(source.read(), SKILL_SOURCE_TIMEOUT_S)
+        except Exception as error:  # noqa: BLE001 - one module's failure leaves its skills out
+            log.warning("event=card-skills-failed module=%s error=%r", source.module, error)
+            return []
+
+    return [skill for skills in await asyncio.gather(*map(read, sources)) for skill in skills]
+
+
+async def _refresh_card_forever(client: HubClient) -> None:
+    """Modules' skills can change while the node runs (a backend restarted with a new card);
+    a refused publication is logged and tried again at the next round."""
+    while True:
+        await asyncio.sleep(CARD_REFRESH_S)
+        await client.refresh_card()

@@ -4,12 +4,17 @@ A hub relays what agents signed; it could drop, replay or alter it. So every ent
 here: the key history from genesis (and against the longest history this node has seen of that
 AID, so a hub cannot roll an agent back to an older key), the card against the history's current
 key, the official list against the hub operator key pinned at first registration.
+
+What verified may be kept briefly (:class:`PeerCache`), so that a burst of envelopes from one
+peer costs one lookup: only fully verified entries whose key is fresh, and ``keyState`` is worked
+out again from ``lastSeen`` at every read, so a kept entry never reads fresher than the hub said.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from anet_core.canonical import b64u, canonical_json
 from anet_core.hub.documents import (
@@ -28,6 +33,15 @@ KEY_FRESHNESS_WINDOW_S = 24 * 3600.0
 """A peer's key is ``fresh`` when its hub saw it prove possession of the history's current key
 (a registered connection) within this window; ``stale`` otherwise: a rotation may have happened
 since that this node cannot know of yet."""
+PEER_CACHE_TTL_S = 30.0
+"""How long a verified lookup answers ``peer()`` again without asking the hub."""
+PEER_CACHE_MAX_ENTRIES = 4096
+
+
+def key_state_at(last_seen: float | None, now: float, window_s: float) -> KeyState:
+    """``fresh`` when the hub saw the agent with its current key within ``window_s`` of ``now``."""
+    fresh = last_seen is not None and now - last_seen <= window_s
+    return KeyState.FRESH if fresh else KeyState.STALE
 
 
 class PeerVerifier:
@@ -50,6 +64,10 @@ class PeerVerifier:
             else:
                 if self._official is None or listed.version >= self._official.version:
                     self._official = listed
+        return self.members()
+
+    def members(self) -> frozenset[str]:
+        """Members of the newest official list verified so far."""
         return frozenset(self._official.members) if self._official else frozenset()
 
     def verify(self, entry: DirectoryEntry, official: frozenset[str], *,
@@ -64,8 +82,7 @@ class PeerVerifier:
                             last_seen=entry.last_seen)
         self._known[aid] = history
         now = time.time() if now is None else now
-        fresh = entry.last_seen is not None and now - entry.last_seen <= self.freshness_s
-        common = {"aid": aid, "key_state": KeyState.FRESH if fresh else KeyState.STALE,
+        common = {"aid": aid, "key_state": key_state_at(entry.last_seen, now, self.freshness_s),
                   "official": aid in official, "encryption_key": b64u(history.encryption_key),
                   "key_seq": history.key_seq, "history": history, "last_seen": entry.last_seen,
                   "review_count": entry.review_count, "avg_rating": entry.avg_rating}
@@ -79,3 +96,58 @@ class PeerVerifier:
         return PeerInfo(verification=Verification.VERIFIED, card=dict(entry.card),
                         card_bytes=canonical_json(entry.card), home_hub=card.homeHub, **common)
 
+
+
+class PeerCache:
+    """Verified peers by AID for ``ttl_s`` seconds (monotonic clock), at most ``max_entries``.
+
+    Only VERIFIED entries with a fresh key are kept (an unverified or stale one is asked again
+    every time: the hub may have the fix or the rotation by then). A read recomputes ``keyState``
+    from the entry's ``lastSeen`` and the wall clock now, and drops the entry once that reads
+    stale: the cached ``lastSeen`` is never newer than the hub's, so the cache can only err
+    towards stale. ``official`` is read from the newest official list verified so far (it
+    comes with every lookup and search answer). ``forget`` drops an AID (an envelope from it
+    failed, so a key rotation is picked up) or everything (a new connection, another hub);
+    ``epoch`` lets a lookup that began before a ``forget`` know not to keep its answer.
+    """
+
+    def __init__(self, verifier: PeerVerifier, *, ttl_s: float = PEER_CACHE_TTL_S,
+                 max_entries: int = PEER_CACHE_MAX_ENTRIES) -> None:
+        self._verifier = verifier
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self.epoch = 0
+        self._entries: dict[str, tuple[float, PeerInfo]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, aid: str, *, now: float | None = None,
+            wall: float | None = None) -> PeerInfo | None:
+        kept = self._entries.get(aid)
+        if kept is None:
+            return None
+        stored_at, info = kept
+        now = time.monotonic() if now is None else now
+        state = key_state_at(info.last_seen, time.time() if wall is None else wall,
+                             self._verifier.freshness_s)
+        if now - stored_at >= self.ttl_s or state is not KeyState.FRESH:
+            del self._entries[aid]
+            return None
+        return replace(info, key_state=state, official=aid in self._verifier.members())
+
+    def put(self, info: PeerInfo, *, epoch: int, now: float | None = None) -> None:
+        if epoch != self.epoch or info.verification is not Verification.VERIFIED \
+                or info.history is None or info.key_state is not KeyState.FRESH:
+            return
+        self._entries.pop(info.aid, None)
+        self._entries[info.aid] = (time.monotonic() if now is None else now, info)
+        while len(self._entries) > self.max_entries:
+            del self._entries[next(iter(self._entries))]  # the oldest
+
+    def forget(self, aid: str | None = None) -> None:
+        self.epoch += 1
+        if aid is None:
+            self._entries.clear()
+        else:
+            self._entries.pop(aid, None)

@@ -43,6 +43,9 @@ log = logging.getLogger("anet.tasks.inbound")
 SEEN_ID_LIFETIME_S = DEFAULT_MAX_AGE_S + MAX_FUTURE_SKEW_S
 """An envelope id is remembered as long as the envelope could still be opened."""
 
+KEY_ERRORS = frozenset({"unknown-key", "bad-signature"})
+"""Envelope errors that a fresher key history of the sender may resolve."""
+
 
 class EnvelopeReceiver:
     def __init__(self, node: Node, store: Store, requester: Requester, provider: Provider,
@@ -81,8 +84,19 @@ class EnvelopeReceiver:
         try:
             opened = open_envelope(envelope, self._node.identity, history)
         except EnvelopeError as error:
-            self._refuse(header.id, header.sender, error.reason, str(error))
-            return
+            if error.reason not in KEY_ERRORS:
+                self._refuse(header.id, header.sender, error.reason, str(error))
+                return
+            # The sender may have rotated since its history was cached: ask the hub once more.
+            self._node.hub.forget_peer(header.sender)
+            history = (await self._node.hub.peer(header.sender)).history
+            try:
+                if not isinstance(history, VerifiedHistory):
+                    raise error
+                opened = open_envelope(envelope, self._node.identity, history)
+            except EnvelopeError as again:
+                self._refuse(header.id, header.sender, again.reason, str(again))
+                return
         try:
             body = TASK_BODY.validate_python(opened.body)
         except ValidationError as error:

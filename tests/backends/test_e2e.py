@@ -25,7 +25,7 @@ import pytest
 import pytest_asyncio
 
 from anet_core.evidence import chain_path
-from anet_core.network import JoinState
+from anet_core.network import JoinState, SearchQuery
 from anet_core.node import Node
 from tests.backends.conftest import TOKEN
 from tests.backends.sdk_backend import Seen, sdk_backend
@@ -181,6 +181,18 @@ def texts(task: dict[str, Any]) -> list[str]:
 # --- the tests ---------------------------------------------------------------------------------
 
 
+async def test_the_card_lists_the_skills_of_the_backends(net: Network) -> None:
+    # "*" → the streaming SDK backend, whose card offers "echo"; "chat" → its own skill.
+    async def listed() -> dict[str, Any] | None:
+        net.a.hub.forget_peer()
+        page = await net.a.hub.search(SearchQuery(skill="echo"))
+        return next((peer.card for peer in page.peers if peer.aid == net.b.aid), None)
+
+    card = await until(listed, "B's card lists its backend's skill")
+    ids = [skill["id"] for skill in card["skills"]]
+    assert ids == ["echo", "chat"]
+
+
 async def test_a_plain_reply_and_its_artifacts(net: Network) -> None:
     task = await net.send(net.a, "two please")
     done = await net.reaches(net.a, task["id"], COMPLETED)
@@ -294,3 +306,4 @@ async def test_under_the_open_policy_a_strangers_task_waits_in_the_inbox(net: Ne
     assert refused.returncode != 0
     assert "backends[1].accept_untrusted (match 'chat')" in refused.stderr
     assert "policy open" in refused.stderr
+

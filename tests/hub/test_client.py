@@ -17,6 +17,9 @@ from anet_core.hub.client import (
     open_hub_link,
 )
 from anet_core.identity import Identity
+from anet_core import hookimpl
+from anet_core.plugins import make_plugins
+from anet_core.records import SkillSource
 from anet_core.network import HubError, JoinState, SearchQuery, Verification
 
 
@@ -31,7 +34,8 @@ def fake_node(tmp_path, url: str | None) -> SimpleNamespace:
                                skills=[SkillSection(id="qa", tags=["questions"])])
     return SimpleNamespace(identity=Identity.create(tmp_path / "identity"),
                            config=SimpleNamespace(hub=HubSection(url=url), node=node_section),
-                           paths=SimpleNamespace(root=tmp_path))
+                           paths=SimpleNamespace(root=tmp_path),
+                           plugins=make_plugins(load_entry_points=False))
 
 
 async def test_not_joined(tmp_path):
@@ -108,3 +112,31 @@ def test_hub_urls_are_normalized(given, expected):
 def test_bad_hub_urls_are_refused(bad):
     with pytest.raises(ValueError, match="is not a hub URL"):
         normalize_hub_url(bad)
+
+
+async def test_hook_anet_card_skills(tmp_path, hub, nodes):
+    class Greeter:
+        @hookimpl
+        def anet_card_skills(self, node):
+            async def read():
+                return [{"id": "greet", "name": "Greet", "description": "", "tags": ["hello"]},
+                        {"id": "qa", "name": "not the configured one", "tags": []}]
+
+            async def broken():
+                raise RuntimeError("the module's source is down")
+
+            return [SkillSource("greeter", read), SkillSource("broken", broken)]
+
+    node = fake_node(tmp_path, hub.url)
+    node.plugins.pm.register(Greeter(), name="greeter")
+    async with open_hub_link(node):
+        watcher = await nodes.connect("watcher", hub)
+        page = None
+        for _ in range(100):
+            page = await watcher.search(SearchQuery(tag="hello"))
+            if page.peers:
+                break
+        [peer] = page.peers
+        skills = peer.card["skills"]
+        assert [skill["id"] for skill in skills] == ["qa", "greet"]
+        assert skills[0]["name"] == ""  # the configured entry wins over a module's

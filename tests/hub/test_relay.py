@@ -71,21 +71,22 @@ async def test_expired_envelopes_are_not_delivered(hub_factory, nodes, inbox_fac
 
 async def test_an_unacknowledged_envelope_is_redelivered_after_reconnect(
         hub, nodes, inbox_factory, until):
-    failing = inbox_factory(fail=1)
+    failing = inbox_factory(fail=1_000)  # fails on every try this connection makes
     bob = await nodes.connect("bob", hub, receiver=failing)
     alice = await nodes.connect("alice", hub)
     first, second = (envelope_for(nodes, "alice", "bob", {"n": n}) for n in (1, 2))
     await alice.send(first)
     await alice.send(second)
-    await failing.wait_for(1)
-    assert [envelope["id"] for envelope in failing.envelopes] == [second["id"]]
     bob_aid = nodes.identity("bob").aid
-    await until(lambda: hub.state.relay.connections[bob_aid]._inflight == {first["id"]})
-    assert await queued(hub, bob_aid) == [first["id"]]  # kept: never acknowledged
+    await until(lambda: hub.state.relay.connections[bob_aid]._inflight
+                == {first["id"], second["id"]})
+    assert failing.envelopes == []
+    assert await queued(hub, bob_aid) == [first["id"], second["id"]]  # kept: never acknowledged
     await bob.close()
     inbox = inbox_factory()
     await nodes.connect("bob", hub, receiver=inbox)
-    assert [envelope["id"] for envelope in await inbox.wait_for(1)] == [first["id"]]
+    assert [envelope["id"] for envelope in await inbox.wait_for(2)] == [first["id"],
+                                                                        second["id"]]
 
 
 async def test_oversize_envelopes_are_refused_naming_the_limit(hub_factory, nodes, raw):

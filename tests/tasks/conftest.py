@@ -123,7 +123,16 @@ class FakeLink:
     async def search(self, query: SearchQuery) -> SearchPage:
         return SearchPage(peers=[self.hub.peer(aid) for aid in self.hub.identities])
 
+    def forget_peer(self, aid: str | None = None) -> None:
+        return None  # nothing is cached: every peer() asks the fake hub
+
     async def publish_card(self, card: dict[str, Any]) -> None:
+        return None
+
+    async def refresh_card(self) -> None:
+        return None
+
+    async def reregister(self) -> None:
         return None
 
     async def post_review(self, review: dict[str, Any]) -> None:

@@ -239,5 +239,13 @@ async def diagnose_a2a(target: BackendTarget) -> CheckResult:
     return CheckResult(CheckStatus.OK, f"{summary}, {checked}")
 
 
+async def skills_a2a(target: BackendTarget) -> list[dict[str, Any]]:
+    """The skills on the backend's agent card, as the node's network card lists skills."""
+    async with open_a2a(target) as channel:
+        card = await channel.load_card()
+    return [{"id": skill.id, "name": skill.name, "description": skill.description,
+             "tags": list(skill.tags)} for skill in card.skills]
+
+
 A2A_KIND = BackendKind(name="a2a", schemes=("unix", "http", "https"), open=open_a2a,
-                       diagnose=diagnose_a2a)
+                       diagnose=diagnose_a2a, skills=skills_a2a)

@@ -70,6 +70,18 @@ class Forwarder:
         self.idle_timeout_s = idle_timeout_s
         self.tasks = tasks
 
+    async def skills(self) -> list[dict[str, Any]]:
+        """The backend's skills for the node's card; none when the kind cannot tell or the
+        backend cannot be read now (its checks run first, as for a task)."""
+        if self.kind.skills is None:
+            return []
+        try:
+            return await self.kind.skills(self.target)
+        except BackendError as error:
+            log.info("backend %s: its skills are left off the card for now: %s",
+                     self.target.match, error.reason)
+            return []
+
     async def serve(self, task: InboundTask, responder: Responder) -> None:
         """Forward the task and each follow-up message until it ends or is canceled."""
         mapped = self.tasks.setdefault(task.task_id, BackendTask(context_id=task.context_id))

@@ -18,7 +18,7 @@ from anet_backends.service import (
 )
 from anet_core import hookimpl
 from anet_core.config import Config
-from anet_core.node import Node
+from anet_core.node import Node, NodeKey
 from anet_core.records import (
     BackendKind,
     ConfigBlock,
@@ -26,11 +26,12 @@ from anet_core.records import (
     InboundTask,
     Lifespan,
     PolicyVeto,
+    SkillSource,
     TaskClaim,
 )
 
-_RUNNING: dict[int, Backends] = {}
-"""The started module of each running node, by ``id(node)`` (a Node is not hashable)."""
+SERVICE = NodeKey("backends", Backends)
+"""The started module on the running node."""
 
 
 def inbound_policy(node: Node) -> str:
@@ -61,19 +62,25 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
         service = Backends(config, kinds_by_scheme(declared_kinds(node.plugins.pm)),
                            Backends.evidence_recorder(node.evidence.append),
                            idle_timeout_s=node.config.node.no_response_after.total_seconds())
-        _RUNNING[id(node)] = service
+        node[SERVICE] = service
         try:
             yield
         finally:
-            del _RUNNING[id(node)]
+            del node[SERVICE]
 
     return [Lifespan(name="backends", open=backends)]
 
 
 @hookimpl
 def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
-    service = _RUNNING.get(id(node))
+    service = node.get(SERVICE)
     return None if service is None else service.claim(task, inbound_policy(node))
+
+
+@hookimpl
+def anet_card_skills(node: Node) -> list[SkillSource]:
+    service = node.get(SERVICE)
+    return [] if service is None else [SkillSource(module=MODULE, read=service.card_skills)]
 
 
 @hookimpl

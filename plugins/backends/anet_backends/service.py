@@ -117,6 +117,20 @@ class Backends:
                 return None
         return TaskClaim(module=MODULE, serve=forwarder.serve)
 
+    async def card_skills(self) -> list[dict[str, Any]]:
+        """What the node's card lists for its backends: a ``*`` backend's own skills, and each
+        skill backend's skill as its card describes it (or by its id alone). A backend that
+        cannot be read now is left out until the next publication."""
+        skills: list[dict[str, Any]] = []
+        for match, (_, forwarder) in self._backends.items():
+            offered = await forwarder.skills()
+            if match == "*":
+                skills.extend(offered)
+            else:
+                skills.append(next((skill for skill in offered if skill["id"] == match),
+                                   {"id": match, "name": match}))
+        return skills
+
     @staticmethod
     def evidence_recorder(append: Any) -> Record:
         """Evidence appends fsync; run them in a thread so the loop keeps serving."""
