@@ -163,6 +163,14 @@ def _run_reject(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
+def _run_review(args: argparse.Namespace, ctx: CliContext) -> int:
+    review = ctx.daemon.post("/tasks/review", {"taskId": args.task_id, "rating": args.rating,
+                                               "text": args.text})
+    print(f"reviewed {review['subject']}: {review['rating']}/5, with the receipt of task "
+          f"{args.task_id}")
+    return 0
+
+
 def _run_policy(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.action == "set":
         if args.policy is None:
@@ -260,6 +268,12 @@ def anet_cli_commands() -> list[CliCommand]:
         parser.add_argument("task_id", metavar="task-id")
         parser.add_argument("--reason", help="what the requester is told")
 
+    def configure_review(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("task_id", metavar="task-id", help="a task you sent that completed")
+        parser.add_argument("rating", type=int, choices=range(1, 6), metavar="RATING",
+                            help="1 (poor) to 5 (excellent)")
+        parser.add_argument("text", nargs="?", default="", help="a few words for others")
+
     def configure_policy(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("action", choices=("show", "set"))
         parser.add_argument("policy", nargs="?", choices=("closed", "trusted", "open"))
@@ -282,6 +296,11 @@ def anet_cli_commands() -> list[CliCommand]:
         CliCommand("reply", "answer a task in the inbox (completes it, with a signed receipt)",
                    configure_reply, _run_reply),
         CliCommand("reject", "decline a task in the inbox", configure_reject, _run_reject),
+        CliCommand("review", "rate the agent that completed one of your tasks, at the hub",
+                   configure_review, _run_review,
+                   description="Publish a signed review of the agent that completed the task. "
+                               "The hub accepts it only with the agent's signed receipt of that "
+                               "task, and counts one review per task."),
         CliCommand("policy", "show or set who may send you tasks: closed, trusted, open",
                    configure_policy, _run_policy),
         CliCommand("trust", "the agents whose tasks you accept under the trusted policy",

@@ -53,6 +53,12 @@ class RejectRequest(_Request):
     reason: str | None = None
 
 
+class ReviewRequest(_Request):
+    task_id: str = Field(alias="taskId")
+    rating: int = Field(ge=1, le=5)
+    text: str = Field(default="", max_length=2000)
+
+
 class PolicyRequest(_Request):
     policy: str
 
@@ -161,6 +167,13 @@ async def reply(request: web.Request) -> web.Response:
 async def reject(request: web.Request) -> web.Response:
     body = await _body(request, RejectRequest)
     return web.json_response(await _layer(request).provider.reject(body.task_id, body.reason))
+
+
+@_route("POST", "/review")
+async def review(request: web.Request) -> web.Response:
+    body = await _body(request, ReviewRequest)
+    return web.json_response(await _layer(request).requester.review(body.task_id, body.rating,
+                                                                      body.text))
 
 
 @_route("GET", "/policy")

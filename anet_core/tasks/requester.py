@@ -171,6 +171,25 @@ class Requester:
         """The provider's signed receipt of a finished task (for reviews), if it came."""
         return self._task_of(None, task_id).receipt
 
+    async def review(self, task_id: str, rating: int, text: str = "") -> dict[str, Any]:
+        """Rate the agent that completed ``task_id`` at the hub, with its receipt as proof."""
+        stored = self._task_of(None, task_id)
+        if stored.receipt is None or state_of(stored.task) is not TaskState.TASK_STATE_COMPLETED:
+            raise TaskError("task-not-reviewable",
+                            f"task {task_id} has no receipt of a completed task",
+                            hint="only a task the agent completed, with its signed receipt, can "
+                                 "be reviewed")
+        review = {"subject": stored.peer_aid, "rating": rating, "text": text,
+                  "receipt": stored.receipt}
+        try:
+            await self._node.hub.post_review(review)
+        except HubError as error:
+            if error.reason != "review-duplicate":
+                raise
+            raise TaskError("review-duplicate", error.message,
+                            hint="the hub counts one review per task") from None
+        return review
+
     # --- updates from the provider ----------------------------------------------------------
 
     def on_update(self, sender: str, history: VerifiedHistory, update: TaskUpdate) -> Effects:

@@ -64,6 +64,11 @@ def test_send_inbox_reply_and_restarts(network: Network) -> None:
     assert done["artifacts"][0]["parts"] == [{"text": "here is the summary"}]
     assert done["metadata"]["anet.receipt_verified"] is True
     assert "here is the summary" in alice.run("task", task["id"]).stdout
+    assert "reviewed" in alice.run("review", task["id"], "4", "quick and right").stdout
+    [entry] = [agent for agent in alice.json("agents")["agents"] if agent["aid"] == bob.aid]
+    assert entry["reviewCount"] == 1 and entry["avgRating"] == 4
+    again = alice.run("review", task["id"], "1", check=False)
+    assert again.returncode == 1 and "already posted" in again.stderr
     assert [t["id"] for t in alice.json("tasks")["tasks"]] == [task["id"]]
     assert "evidence chain OK" in bob.run("evidence", "verify").stdout
 
