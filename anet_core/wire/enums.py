@@ -1,4 +1,5 @@
-"""A2A 1.0 enums, written by NAME as ProtoJSON does (``"ROLE_USER"``, ``"TASK_STATE_COMPLETED"``)."""
+"""A2A 1.0 enums, written by NAME as ProtoJSON does (``"ROLE_USER"``,
+``"TASK_STATE_COMPLETED"``)."""
 
 from __future__ import annotations
 

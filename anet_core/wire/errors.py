@@ -1,7 +1,8 @@
 """The A2A error catalogue as data, the ``A2AError`` exception, and its two wire renderings.
 
 JSON-RPC (digest §7.2): ``{"code", "message", "data": [ErrorInfo, BadRequest?]}`` at HTTP 200.
-REST (digest §7.3): ``{"error": {"code": <http>, "status": <gRPC name>, "message", "details": [...]}}``.
+REST (digest §7.3):
+``{"error": {"code": <http>, "status": <gRPC name>, "message", "details": [...]}}``.
 Clients map errors by JSON-RPC code or by ``ErrorInfo.reason``, never by message text, so the
 message is free to say what was wrong and with which value.
 """

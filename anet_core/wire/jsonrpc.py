@@ -96,7 +96,8 @@ def parse_request(body: bytes | str) -> JsonRpcCall | JsonRpcRejection:
     method_name = document.get("method")
     if not isinstance(method_name, str) or not method_name:
         return _invalid_request(
-            request_id, f"Invalid request: 'method' must be a non-empty string, got {method_name!r}")
+            request_id,
+            f"Invalid request: 'method' must be a non-empty string, got {method_name!r}")
     params = document.get("params")
     if params is not None and not isinstance(params, dict | list):
         return _invalid_request(

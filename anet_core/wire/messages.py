@@ -104,7 +104,8 @@ class Task(WireModel):
 
 
 class TaskStatusUpdateEvent(WireModel):
-    """A stream event: the task's status changed (1.0 has no ``final``; the stream closing ends it)."""
+    """A stream event: the task's status changed (1.0 has no ``final``; the stream closing ends
+    it)."""
 
     task_id: str = Field(min_length=1)
     context_id: str = Field(min_length=1)

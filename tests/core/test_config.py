@@ -95,7 +95,8 @@ def test_backend_validation_names_the_backend_and_key(tmp_path: Path, plugins, b
 
 def test_a_second_backend_with_the_same_match_is_refused(tmp_path: Path, plugins) -> None:
     raw = {"modules": {"backends": {"backends": [BACKEND, BACKEND]}}}
-    with pytest.raises(AnetError, match=r"backends\[1\]\.match '\*' is already used by backends\[0\]"):
+    with pytest.raises(AnetError,
+                       match=r"backends\[1\]\.match '\*' is already used by backends\[0\]"):
         load_config(write(tmp_path, json.dumps(raw)), plugins)
 
 

@@ -10,7 +10,8 @@ import pytest
 from anet_core.plugins import make_plugins
 
 
-def fake_distribution(root: Path, dist: str, module: str, source: str, entry: str | None = None) -> None:
+def fake_distribution(root: Path, dist: str, module: str, source: str,
+                      entry: str | None = None) -> None:
     (root / module).mkdir(parents=True)
     (root / module / "__init__.py").write_text(source)
     info = root / f"{dist.replace('-', '_')}-1.2.3.dist-info"
@@ -60,7 +61,8 @@ def test_a_module_that_fails_to_import_is_reported_and_the_rest_loads(site: Path
 
 
 def test_a_misspelled_hook_is_reported_and_the_module_left_out(site: Path) -> None:
-    source = "from anet_core import hookimpl\n\n@hookimpl\ndef anet_doctor_chekcs():\n    return []\n"
+    source = ("from anet_core import hookimpl\n\n"
+              "@hookimpl\ndef anet_doctor_chekcs():\n    return []\n")
     fake_distribution(site, "fake-typo", "fake_typo", source)
     plugins = make_plugins()
     assert "anet_doctor_chekcs" in plugins.failures["fake_typo"].error

@@ -186,8 +186,8 @@ def test_hook_anet_take_task() -> None:
     assert plugins.hook.anet_take_task(node=None, task=other) is None
 
 
-def test_commands_of_several_words_nest_below_a_shared_group(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_commands_of_several_words_nest_below_a_shared_group(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def run_list(args: argparse.Namespace, ctx: CliContext) -> int:
         print(f"list json={args.json}")
         return 0
@@ -199,15 +199,16 @@ def test_commands_of_several_words_nest_below_a_shared_group(tmp_path: Path,
     class Directory:
         @hookimpl
         def anet_cli_commands(self):
-            return [CliCommand("peers", "list", lambda p: p.add_argument("--json", action="store_true"),
-                               run_list)]
+            return [CliCommand("peers", "list",
+                               lambda p: p.add_argument("--json", action="store_true"), run_list)]
 
     class Wiring:
         @hookimpl
         def anet_cli_commands(self):
             return [CliCommand("peers wire", "wire", lambda p: p.add_argument("client"), run_wire)]
 
-    ctx = CliContext(settings=Settings(data_dir=tmp_path), plugins=plugins_with(Wiring(), Directory()))
+    ctx = CliContext(settings=Settings(data_dir=tmp_path),
+                     plugins=plugins_with(Wiring(), Directory()))
     parser = build_parser(_commands(ctx))
     for argv in (["peers", "--json"], ["peers", "wire", "hermes"]):
         args = parser.parse_args(argv)

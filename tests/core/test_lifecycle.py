@@ -67,7 +67,8 @@ def test_a_stale_pid_file_from_a_killed_daemon_does_not_block_up(anet, data_dir:
 def test_a_second_daemon_for_the_same_data_dir_refuses_to_start(anet, data_dir: Path) -> None:
     anet("up", check=True)
     second = subprocess.run([sys.executable, "-m", "anet_core.daemon"], capture_output=True,
-                            text=True, timeout=60, env={**os.environ, "ANET_DATA_DIR": str(data_dir)})
+                            text=True, timeout=60,
+                            env={**os.environ, "ANET_DATA_DIR": str(data_dir)})
     assert second.returncode == 2 and "already runs" in second.stderr
 
 

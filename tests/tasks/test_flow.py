@@ -101,7 +101,8 @@ async def test_bad_input(tmp_path: Path, hub: FakeHub) -> None:
             await a.tasks.send("b" * 32, {"messageId": "x", "role": "ROLE_USER", "parts": []})
         with pytest.raises(TaskError) as missing:
             a.tasks.get(None, "no-such-task")
-        assert missing.value.reference == "task-not-found" and "no-such-task" in missing.value.message
+        assert missing.value.reference == "task-not-found"
+        assert "no-such-task" in missing.value.message
         assert a.tasks.list()["tasks"] == []
 
 

@@ -72,8 +72,9 @@ def run_wire(args: argparse.Namespace, ctx: CliContext) -> int:
     path = hermes.config_path(args.profile)
     for aid in args.aids:
         if not is_aid(aid):
-            raise AnetError("wire-aid-invalid", f"{aid!r} is not an AID (32 characters of a-z "
-                                                "and 2-7)", hint="`curl .../a2a/v1/agents` lists them")
+            raise AnetError("wire-aid-invalid",
+                            f"{aid!r} is not an AID (32 characters of a-z and 2-7)",
+                            hint="`anet agents` lists the remote agents")
         try:
             capabilities = hermes.capabilities_of(_proxy_card(wiring, aid))
         except (urllib.error.URLError, OSError, ValueError) as error:

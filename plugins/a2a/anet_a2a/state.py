@@ -114,7 +114,8 @@ def replace_token_after_emergency(state: StateDir, identity: Identity) -> bool:
 
 
 def conflict_text(port: int, holder: str, token_replaced: bool) -> str:
-    """The content of a2a_port_conflict.txt: one sentence first (doctor shows it), then the remedy."""
+    """The content of a2a_port_conflict.txt: one sentence first (doctor shows it), then the
+    remedy."""
     lines = [
         f"port {port} of the local A2A interface ({HOST}:{port}, from a2a_addr.txt) is held by "
         f"{holder}; the interface is down",
