@@ -134,7 +134,10 @@ class PeerCache:
         if now - stored_at >= self.ttl_s or state is not KeyState.FRESH:
             del self._entries[aid]
             return None
-        return replace(info, key_state=state, official=aid in self._verifier.members())
+        official = aid in self._verifier.members()
+        if info.key_state is state and info.official == official:
+            return info  # frozen and unchanged: a copy per envelope cost more than the lookup
+        return replace(info, key_state=state, official=official)
 
     def put(self, info: PeerInfo, *, epoch: int, now: float | None = None) -> None:
         if epoch != self.epoch or info.verification is not Verification.VERIFIED \

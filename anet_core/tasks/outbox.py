@@ -37,6 +37,8 @@ IDLE_CHECK_S = 1.0
 
 RefusalHandler = Callable[[OutboxEntry, HubError], Effects]
 AcceptanceHandler = Callable[[OutboxEntry], Effects]
+"""Runs in the commit that deletes the accepted entry, which is not flushed to disk (see
+``Outbox._finish``): it may only write what accepting the same envelope again redoes."""
 
 
 def retry_delay(attempts: int) -> float:
@@ -89,8 +91,10 @@ class Outbox:
             if envelope is None:
                 peer = await hub.peer(entry.peer_aid)
                 if not peer.encryption_key:
-                    raise HubError("unknown-agent", f"{entry.peer_aid} has no verified encryption key")
-                envelope = seal(self._node.identity, entry.peer_aid, peer.encryption_key, entry.body)
+                    raise HubError("unknown-agent",
+                                   f"{entry.peer_aid} has no verified encryption key")
+                envelope = seal(self._node.identity, entry.peer_aid, peer.encryption_key,
+                                entry.body)
                 self._store.outbox_sealed(entry.seq, envelope)
             await hub.send(envelope)
         except HubError as error:
@@ -111,11 +115,17 @@ class Outbox:
             refusal = HubError("too-large", str(error))
             await self._finish(entry, lambda: self._on_refused(entry, refusal))
             return True
-        await self._finish(entry, lambda: self._on_accepted(entry))
+        await self._finish(entry, lambda: self._on_accepted(entry), durable=False)
         return True
 
-    async def _finish(self, entry: OutboxEntry, outcome: Callable[[], Effects]) -> None:
-        with self._store.transaction():
+    async def _finish(self, entry: OutboxEntry, outcome: Callable[[], Effects], *,
+                      durable: bool = True) -> None:
+        # Accepted (durable=False): no fsync. Losing this commit to an OS crash only brings back
+        # what a crash between the hub's answer and the commit always could: the entry, sealed,
+        # is sent again under the same envelope id, which the receiver drops as a replay, and
+        # outbox_sent_any() still counts it as having reached the hub. A refusal fails the task
+        # and records evidence, so it stays durable.
+        with self._store.transaction(durable=durable):
             self._store.outbox_done(entry.seq)
             effects = outcome()
         await self._run_effects(effects)

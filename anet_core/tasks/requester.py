@@ -83,7 +83,8 @@ class Requester:
         self._check_aid(aid)
         parsed = _parse_message(message)
         continued = self._task_of(aid, parsed.task_id) if parsed.task_id else None
-        if continued is not None and parsed.context_id and parsed.context_id != continued.context_id:
+        if (continued is not None and parsed.context_id
+                and parsed.context_id != continued.context_id):
             raise TaskError("invalid-message",
                             f"contextId {parsed.context_id!r} is not the context of task "
                             f"{continued.id} ({continued.context_id!r})",
@@ -119,7 +120,8 @@ class Requester:
              state: TaskState | str | None = None, since: datetime | str | float | None = None,
              page_size: int = 50, page_token: str = "", history_length: int | None = None,
              include_artifacts: bool = False) -> dict[str, Any]:
-        """A2A ListTasksResponse of the tasks sent to ``aid`` (all agents when None), newest first."""
+        """A2A ListTasksResponse of the tasks sent to ``aid`` (all agents when None), newest
+        first."""
         if not 1 <= page_size <= LIST_TASKS_MAX_PAGE_SIZE:
             raise TaskError("invalid-params", f"page size {page_size} is outside "
                                               f"1..{LIST_TASKS_MAX_PAGE_SIZE}")
