@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -114,14 +114,17 @@ async def send(request: web.Request) -> web.Response:
     return web.json_response(await _layer(request).send(body.aid, message, skill=body.skill))
 
 
+def _number(query: Mapping[str, str], name: str, default: int) -> int:
+    try:
+        return int(query.get(name, default))
+    except ValueError:
+        raise TaskError("invalid-params", f"{name} {query[name]!r} is not a number") from None
+
+
 @_route("GET", "/list")
 async def list_tasks(request: web.Request) -> web.Response:
     query = request.query
-    try:
-        page_size = int(query.get("pageSize", "50"))
-    except ValueError:
-        raise TaskError("invalid-params",
-                        f"pageSize {query['pageSize']!r} is not a number") from None
+    page_size = _number(query, "pageSize", 50)
     layer = _layer(request)
     page = layer.list(query.get("aid"), context_id=query.get("contextId"),
                       state=query.get("status"), page_size=page_size,
@@ -207,11 +210,7 @@ async def distrust(request: web.Request) -> web.Response:
 @_route("GET", "/agents")
 async def agents(request: web.Request) -> web.Response:
     query = request.query
-    try:
-        limit = int(query.get("limit", "50"))
-    except ValueError:
-        raise TaskError("invalid-params",
-                        f"limit {query['limit']!r} is not a number") from None
+    limit = _number(query, "limit", 50)
     node = request.config_dict[NODE_KEY]
     page = await node.hub.search(SearchQuery(
         skill=query.get("skill"), tag=query.get("tag"), q=query.get("q"),
