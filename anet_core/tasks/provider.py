@@ -181,10 +181,10 @@ class Provider:
             self._to_inbox(stored, effects)
         else:
             self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
-            message = body.message
+            message, metadata = body.message, body.metadata
 
             async def deliver() -> None:
-                responder.deliver(message)
+                responder.deliver(message, metadata)
 
             effects.background.append(deliver)
         return effects

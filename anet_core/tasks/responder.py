@@ -36,7 +36,10 @@ class Responder:
         self.task = task
         self.cancelled = asyncio.Event()
         """Set when the requester canceled the task: stop working; calls are ignored now."""
-        self._messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.request_metadata: dict[str, Any] = dict(task.metadata or {})
+        """The request-level metadata (SendMessage ``metadata``) that came with the message
+        being served: the first message's, then that of each ``next_message()``."""
+        self._messages: asyncio.Queue[tuple[dict[str, Any], dict[str, Any]]] = asyncio.Queue()
         self._ended = False
 
     @property
@@ -60,8 +63,10 @@ class Responder:
         await self._report(TaskState.TASK_STATE_INPUT_REQUIRED, message)
 
     async def next_message(self) -> dict[str, Any]:
-        """The requester's next message on this task (A2A Message wire JSON)."""
-        return await self._messages.get()
+        """The requester's next message on this task (A2A Message wire JSON); its request-level
+        metadata is then in ``request_metadata``."""
+        message, self.request_metadata = await self._messages.get()
+        return message
 
     async def complete(self, message: MessageLike | None = None,
                        artifacts: Iterable[ArtifactLike] = ()) -> None:
@@ -95,8 +100,8 @@ class Responder:
 
     # --- used by the task layer ---------------------------------------------------------------
 
-    def deliver(self, message: dict[str, Any]) -> None:
-        self._messages.put_nowait(message)
+    def deliver(self, message: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
+        self._messages.put_nowait((message, dict(metadata or {})))
 
     def end(self, *, cancelled: bool) -> None:
         self._ended = True

@@ -62,6 +62,7 @@ class Recorder:
     events: list[tuple[str, Any]] = field(default_factory=list)
     replies: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    request_metadata: dict[str, Any] = field(default_factory=dict)
 
     async def working(self, message: dict[str, Any] | None = None) -> None:
         self.events.append(("working", message))
@@ -74,7 +75,11 @@ class Recorder:
         self.events.append(("input_required", message))
 
     async def next_message(self) -> dict[str, Any]:
-        return await self.replies.get()
+        reply = await self.replies.get()
+        # A reply queued as (message, request metadata) brings its metadata, as the real one.
+        if isinstance(reply, tuple):
+            reply, self.request_metadata = reply
+        return reply
 
     async def complete(self, message: dict[str, Any] | None = None) -> None:
         self.events.append(("complete", message))
@@ -119,6 +124,7 @@ class Harness:
     async def serve(self, task: InboundTask, responder: Recorder | None = None,
                     timeout: float = 20) -> Recorder:
         responder = responder or Recorder()
+        responder.request_metadata = dict(task.metadata or {})  # as the real Responder starts
         async with asyncio.timeout(timeout):
             await self.forwarder.serve(task, responder)
         return responder

@@ -123,9 +123,9 @@ class Forwarder:
                     message: WireObject, first: bool) -> WireObject:
         """Forward one message (with retries); return the requester's next message."""
         outgoing = self._outgoing(task, mapped, message)
-        # The request-level metadata the requester's client sent with this message (the first
-        # turn's; a follow-up arrives as a bare message), with the node's own anet.* keys.
-        sent = (task.metadata or {}) if message is task.message else {}
+        # The request-level metadata the requester's client sent with this message, with the
+        # node's own anet.* keys (a requester cannot set those).
+        sent = responder.request_metadata
         metadata = {**{key: value for key, value in sent.items() if not key.startswith("anet.")},
                     "anet.peer_aid": task.peer_aid, "anet.trusted": task.trusted}
         loop = asyncio.get_running_loop()

@@ -18,6 +18,8 @@ ASKS_FOR_INPUT = "The agent needs more input."
 class Responder(Protocol):
     cancelled: asyncio.Event
     """Set when the requester canceled the task."""
+    request_metadata: dict[str, Any]
+    """The request-level metadata of the message being served (the last ``next_message()``)."""
 
     async def working(self, message: WireObject | None = None) -> None: ...
 
