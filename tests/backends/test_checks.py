@@ -138,7 +138,3 @@ async def test_a_missing_socket_is_unreachable_not_refused(sock_dir: Path) -> No
         peers.check_socket_path(BackendTarget(match="*", url="unix:///x"), sock_dir / "nope")
     assert caught.value.stage is BackendStage.UNREACHABLE
 
-
-def test_proc_addresses_are_read_in_host_byte_order() -> None:
-    assert peers._proc_address("0100007F:1F90") == ("127.0.0.1", 8080)
-    assert peers._proc_address("00000000000000000000000001000000:0050") == ("::1", 80)

@@ -38,6 +38,15 @@ def fake_node(tmp_path, url: str | None) -> SimpleNamespace:
                            plugins=make_plugins(load_entry_points=False))
 
 
+async def found(client, query: SearchQuery) -> list:
+    """The directory's answer once it lists someone (the card is published in the background)."""
+    for _ in range(100):
+        page = await client.search(query)
+        if page.peers:
+            return page.peers
+    return []
+
+
 async def test_not_joined(tmp_path):
     async with open_hub_link(fake_node(tmp_path, None)) as link:
         assert link.status.state is JoinState.NOT_JOINED
@@ -65,12 +74,7 @@ async def test_open_hub_link_publishes_the_configured_card(tmp_path, hub, nodes)
         assert link.status.state is JoinState.REGISTERED
         assert (tmp_path / "hub-pin.json").exists()
         watcher = await nodes.connect("watcher", hub)
-        page = None
-        for _ in range(100):
-            page = await watcher.search(SearchQuery(tag="questions"))
-            if page.peers:
-                break
-        [peer] = page.peers
+        [peer] = await found(watcher, SearchQuery(tag="questions"))
         assert peer.aid == node.identity.aid and peer.verification is Verification.VERIFIED
         assert peer.card["skills"][0]["id"] == "qa"
         await link.publish_card({"name": "Alice 2", "description": "", "skills": []})
@@ -131,12 +135,7 @@ async def test_hook_anet_card_skills(tmp_path, hub, nodes):
     node.plugins.pm.register(Greeter(), name="greeter")
     async with open_hub_link(node):
         watcher = await nodes.connect("watcher", hub)
-        page = None
-        for _ in range(100):
-            page = await watcher.search(SearchQuery(tag="hello"))
-            if page.peers:
-                break
-        [peer] = page.peers
+        [peer] = await found(watcher, SearchQuery(tag="hello"))
         skills = peer.card["skills"]
         assert [skill["id"] for skill in skills] == ["qa", "greet"]
         assert skills[0]["name"] == ""  # the configured entry wins over a module's

@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-_LISTEN = "0A"
-_PROC = Path("/proc")
+from anet_core.procnet import PROC, command_of, holders, listening_sockets
+
 
 
 @dataclass(frozen=True)
@@ -35,41 +35,11 @@ class PortHolder:
         return f"a process of {who}"
 
 
-def find_holder(port: int, proc: Path = _PROC) -> PortHolder:
+def find_holder(port: int, proc: Path = PROC) -> PortHolder:
     """The listener on ``port`` (any local address, IPv4 or IPv6), as far as /proc shows it."""
-    for table in ("net/tcp", "net/tcp6"):
-        try:
-            lines = (proc / table).read_text(encoding="ascii").splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 10 or fields[3] != _LISTEN:
-                continue
-            if int(fields[1].rpartition(":")[2], 16) != port:
-                continue
-            uid, inode = int(fields[7]), fields[9]
-            pid = _pid_of_socket(inode, proc)
-            return PortHolder(uid=uid, pid=pid, command=_command(pid, proc) if pid else None)
-    return PortHolder()
-
-
-def _pid_of_socket(inode: str, proc: Path) -> int | None:
-    # Only processes whose fds we may read are found (our own user's): enough to name them.
-    target = f"socket:[{inode}]"
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if any(os.readlink(fd) == target for fd in (entry / "fd").iterdir()):
-                return int(entry.name)
-        except OSError:
-            continue
-    return None
-
-
-def _command(pid: int, proc: Path) -> str | None:
-    try:
-        return (proc / str(pid) / "comm").read_text().strip() or None
-    except OSError:
-        return None
+    sockets = listening_sockets(port, proc)
+    if not sockets:
+        return PortHolder()
+    pid = min(holders(sockets[:1], proc), default=None)
+    return PortHolder(uid=sockets[0].uid, pid=pid,
+                      command=command_of(pid, proc) if pid is not None else None)

@@ -17,11 +17,10 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from anet_core.procnet import WILDCARDS, holders, listening_sockets, normal_address
 from anet_core.records import BackendError, BackendStage, BackendTarget
 
 ROOT_UID = 0
-PROC_NET_TCP = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
-TCP_LISTEN = "0A"
 
 
 def refused(reason: str) -> BackendError:
@@ -155,38 +154,14 @@ def is_loopback(host: str) -> bool:
 
 
 def tcp_listener_uids(remote: tuple[str, int]) -> set[int]:
-    """The accounts of the processes holding the socket that listens on ``remote``.
-
-    The listening socket's inode comes from /proc/net/tcp{,6} (a listener on the address
-    itself or on the wildcard address); its holders are the processes with a file descriptor
-    ``socket:[inode]``. Processes of other accounts cannot be inspected unless the daemon runs
-    as root, so an empty set means "not the daemon's user" as well.
+    """The accounts of the processes holding the socket that listens on ``remote`` (on the
+    address itself or on the wildcard address). Processes of other accounts cannot be inspected
+    unless the daemon runs as root, so an empty set means "not the daemon's user" as well.
     """
-    address, port = _normal(remote)
-    wildcard = {address, "0.0.0.0", "::"}
-    inodes: set[str] = set()
-    for table in PROC_NET_TCP:
-        try:
-            lines = table.read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 10 or fields[3] != TCP_LISTEN:
-                continue
-            local_address, local_port = _proc_address(fields[1])
-            if local_port == port and local_address in wildcard:
-                inodes.add(f"socket:[{fields[9]}]")
-    uids: set[int] = set()
-    for process in Path("/proc").iterdir():
-        if not process.name.isdigit():
-            continue
-        try:
-            if any(os.readlink(fd) in inodes for fd in (process / "fd").iterdir()):
-                uids.add(process.stat().st_uid)
-        except OSError:
-            continue
-    return uids
+    address, port = normal_address(*remote)
+    sockets = [listening for listening in listening_sockets(port)
+               if listening.address == address or listening.address in WILDCARDS]
+    return set(holders(sockets).values())
 
 
 def check_tcp_peer(remote: tuple[str, int]) -> None:
@@ -197,19 +172,3 @@ def check_tcp_peer(remote: tuple[str, int]) -> None:
             "daemon cannot inspect"
         raise refused(f"the process listening on {remote[0]}:{remote[1]} runs as {who}, "
                       f"not as the daemon's user {account_name(os.geteuid())}")
-
-
-def _normal(address: tuple[str, int]) -> tuple[str, int]:
-    ip = ipaddress.ip_address(address[0].split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return str(ip), int(address[1])
-
-
-def _proc_address(text: str) -> tuple[str, int]:
-    """``0100007F:1F90`` → ("127.0.0.1", 8080); the address words are in host byte order."""
-    hex_ip, _, hex_port = text.partition(":")
-    raw = b"".join(struct.pack("=I", int(hex_ip[i:i + 8], 16))
-                   for i in range(0, len(hex_ip), 8))
-    family = socket.AF_INET if len(raw) == 4 else socket.AF_INET6
-    return _normal((socket.inet_ntop(family, raw), int(hex_port, 16)))
