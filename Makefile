@@ -2,12 +2,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-DISTRIBUTIONS := -e . -e plugins/a2a -e plugins/x402 -e plugins/backends
+DISTRIBUTIONS := -e . -e plugins/a2a -e plugins/x402 -e plugins/backends -e plugins/hub
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-no-a2a bench clean
 
-$(STAMP): pyproject.toml plugins/a2a/pyproject.toml plugins/x402/pyproject.toml plugins/backends/pyproject.toml
+$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(DISTRIBUTIONS) -e ".[test]"
 	touch $(STAMP)

@@ -11,11 +11,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from anet_core.durations import GoDuration
 from anet_core.errors import AnetError
-from anet_core.fsutil import write_atomic
 from anet_core.plugins import KNOWN_MODULES, Plugins, install_command
 from anet_core.records import ConfigBlock
+from anet_core.util.durations import GoDuration
+from anet_core.util.fsutil import write_atomic
 
 Block = TypeVar("Block", bound=BaseModel)
 

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anet_core.canonical import b64u, canonical_json
-from anet_core.fsutil import write_atomic
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, verify_with_key
+from anet_core.util.canonical import b64u, canonical_json
+from anet_core.util.fsutil import write_atomic
 
 EVIDENCE_DIR = "evidence"
 CHAIN_FILE = "chain.jsonl"

@@ -15,8 +15,8 @@ from anet_core import PROJECT
 
 if TYPE_CHECKING:
     from anet_core.config import Config
+    from anet_core.link.contract import PeerInfo
     from anet_core.node import Node
-    from anet_core.network import PeerInfo
     from anet_core.records import (
         BackendKind,
         CardExtension,
@@ -71,7 +71,7 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
                 task = asyncio.create_task(tick_forever(node))
                 yield
                 task.cancel()
-            return [Lifespan(name="greeter-ticker", open=ticker)]
+            return [Lifespan(name="greeter-ticker", open=ticker, module="core")]
     """
 
 
@@ -138,7 +138,8 @@ def anet_cli_commands() -> list[CliCommand]:
         @hookimpl
         def anet_cli_commands():
             return [CliCommand(name="hello", help="say hello",
-                               configure=lambda p: p.add_argument("who"), run=run_hello)]
+                               configure=lambda p: p.add_argument("who"), run=run_hello,
+                               module="core")]
     """
 
 
@@ -215,7 +216,7 @@ def anet_backend_kinds() -> list[BackendKind]:
 
         @hookimpl
         def anet_backend_kinds():
-            return [BackendKind(name="echo", schemes=("echo",), open=open_echo)]
+            return [BackendKind(name="echo", schemes=("echo",), open=open_echo, module="core")]
     """
 
 

@@ -19,7 +19,7 @@ from anet_core.settings import DataPaths, Settings
 if TYPE_CHECKING:
     from anet_core.evidence import EvidenceChain
     from anet_core.identity import Identity
-    from anet_core.network import HubLink
+    from anet_core.link.contract import HubLink
     from anet_core.store import Store
     from anet_core.tasks import TaskLayer
 
@@ -130,7 +130,7 @@ class Node:
         self.store = await stack.enter_async_context(open_store(self.paths.database))
         self.evidence = EvidenceChain(chain_path(self.paths.root), self.identity)
         # SLOT hub (hub engineer)
-        from anet_core.hub.client import open_hub_link
+        from anet_core.link.client import open_hub_link
         self.hub = await stack.enter_async_context(open_hub_link(self))
         # SLOT tasks (task-layer engineer)
         from anet_core.tasks import open_task_layer

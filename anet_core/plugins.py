@@ -20,7 +20,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "anet_core.builtins.doctor_command",
     "anet_core.builtins.core_checks",
     "anet_core.builtins.core_routes",
-    "anet_core.hub.plugin",
+    "anet_core.builtins.join",
     "anet_core.builtins.task_routes",
     "anet_core.builtins.task_commands",
     "anet_core.demo",
@@ -30,6 +30,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 KNOWN_MODULES: dict[str, str] = {
     "a2a": "anet-a2a",
     "backends": "anet-backends",
+    "hub": "anet-hub",
     "x402": "anet-x402",
 }
 """The modules this project publishes, by module name, with their distributions."""

@@ -7,7 +7,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
@@ -44,6 +44,7 @@ class Lifespan:
 
     name: str
     open: Callable[[], AbstractAsyncContextManager[Any]]
+    module: str = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class ControlRoutes:
     routes: list[web.RouteDef]
 
 
-class CheckStatus(str, Enum):
+class CheckStatus(StrEnum):
     OK = "ok"
     WARN = "warn"
     FAIL = "fail"
@@ -100,6 +101,7 @@ class CliCommand:
     run: Callable[[argparse.Namespace, CliContext], int]
     description: str = ""
     aliases: tuple[str, ...] = field(default=())
+    module: str = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ class BackendTarget:
         return self.url.partition(":")[0].lower()
 
 
-class BackendStage(str, Enum):
+class BackendStage(StrEnum):
     """How far a forward got when it failed; the backends module decides from it what to do."""
 
     REFUSED = "refused"
@@ -249,3 +251,4 @@ class BackendKind:
     diagnose: Callable[[BackendTarget], Awaitable[CheckResult]] | None = None
     skills: Callable[[BackendTarget], Awaitable[list[dict[str, Any]]]] | None = None
     """The skills such a backend offers (from its agent card), for the node's network card."""
+    module: str = field(kw_only=True)

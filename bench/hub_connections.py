@@ -24,10 +24,10 @@ from pathlib import Path
 
 import aiohttp
 
-from anet_core.envelope import seal
-from anet_core.hub.client import HubClient
 from anet_core.identity import Identity
-from anet_core.network import JoinState, SearchQuery
+from anet_core.link.client import HubClient
+from anet_core.link.contract import JoinState, SearchQuery
+from anet_core.protocol.envelope import seal
 
 CONNECT_BATCH = 50
 

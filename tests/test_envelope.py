@@ -17,8 +17,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anet_core.canonical import b64u, canonical_json, unb64u
-from anet_core.envelope import (
+from anet_core.identity import Identity, Signer
+from anet_core.identity.signatures import ENVELOPE_CONTEXT
+from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
     MAX_CIPHERTEXT_BYTES,
     MAX_FUTURE_SKEW_S,
@@ -27,8 +28,7 @@ from anet_core.envelope import (
     peek_header,
     seal,
 )
-from anet_core.identity import Identity, Signer
-from anet_core.identity.signatures import ENVELOPE_CONTEXT
+from anet_core.util.canonical import b64u, canonical_json, unb64u
 
 BODY = {"kind": "message", "parts": [{"text": "bonjour"}], "n": 2**53 + 1}
 

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anet_core.canonical import b64u, canonical_json
 from anet_core.evidence import (
     HEAD_FILE,
     EvidenceChain,
@@ -26,6 +25,7 @@ from anet_core.evidence import (
 )
 from anet_core.identity import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT
+from anet_core.util.canonical import b64u, canonical_json
 
 
 @pytest.fixture(scope="module")

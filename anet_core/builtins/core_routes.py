@@ -31,4 +31,4 @@ def anet_routes(node: Node) -> list[ControlRoutes]:
 @hookimpl(trylast=True)
 def anet_lifespan(node: Node) -> list[Lifespan]:
     # Last to start, first to close: the CLI sees the node ready only once every module is up.
-    return [Lifespan(name="control-plane", open=lambda: control_plane(node))]
+    return [Lifespan(name="control-plane", open=lambda: control_plane(node), module="core")]

@@ -8,8 +8,8 @@ import asyncio
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.config import Config
-from anet_core.errors import AnetError
 from anet_core.doctor import CheckContext, Outcome, all_checks, run_checks, select
+from anet_core.errors import AnetError
 from anet_core.plugins import Plugins, install_command
 from anet_core.records import CheckStatus, CliCommand
 
@@ -69,4 +69,4 @@ def anet_cli_commands() -> list[CliCommand]:
     return [CliCommand("doctor", "check the node's health and say how to fix each problem",
                        configure=configure, run=_run,
                        description="Run every module's health checks concurrently. Exits 1 "
-                                   "when a check fails or a module failed to load.")]
+                                   "when a check fails or a module failed to load.", module="core")]

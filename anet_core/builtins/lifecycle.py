@@ -14,9 +14,9 @@ from typing import Any
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.config import initial_config, write_config
+from anet_core.control.guard import TokenFile
 from anet_core.daemon import configure_logging, run_daemon, running_pid
 from anet_core.errors import AnetError
-from anet_core.localhttp import TokenFile
 from anet_core.records import CliCommand
 from anet_core.settings import DataPaths
 
@@ -189,10 +189,12 @@ def anet_cli_commands() -> list[CliCommand]:
         CliCommand("init", "create the node: data directory, keys, control token, config.json",
                    configure=lambda parser: None, run=_run_init,
                    description="Create the node in $ANET_DATA_DIR (default ~/.anet). Running it "
-                               "again keeps existing keys and tokens and says what exists."),
+                               "again keeps existing keys and tokens and says what exists.",
+                   module="core"),
         CliCommand("up", "start the node in the background and wait until it is ready",
-                   configure=configure_up, run=_run_up),
-        CliCommand("stop", "stop the running node", configure=lambda parser: None, run=_run_stop),
+                   configure=configure_up, run=_run_up, module="core"),
+        CliCommand("stop", "stop the running node", configure=lambda parser: None, run=_run_stop,
+                   module="core"),
         CliCommand("status", "show whether the node runs, its listeners, modules and AID",
-                   configure=configure_status, run=_run_status),
+                   configure=configure_status, run=_run_status, module="core"),
     ]

@@ -31,4 +31,4 @@ def anet_cli_commands() -> list[CliCommand]:
         parser.add_argument("--json", action="store_true", help="print JSON")
 
     return [CliCommand("modules", "list installed modules and the ones not installed",
-                       configure=configure, run=_run)]
+                       configure=configure, run=_run, module="core")]

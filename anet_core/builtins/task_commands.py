@@ -287,26 +287,31 @@ def anet_cli_commands() -> list[CliCommand]:
                             help="rotate with the recovery key: the old keys are revoked")
 
     return [
-        CliCommand("send", "send a text task to a remote agent", configure_send, _run_send),
-        CliCommand("tasks", "list the tasks this node sent", configure_tasks, _run_tasks),
-        CliCommand("task", "show one task, sent or received", configure_task, _run_task),
+        CliCommand("send", "send a text task to a remote agent", configure_send, _run_send,
+                   module="core"),
+        CliCommand("tasks", "list the tasks this node sent", configure_tasks, _run_tasks,
+                   module="core"),
+        CliCommand("task", "show one task, sent or received", configure_task, _run_task,
+                   module="core"),
         CliCommand("agents", "search the directory of the home hub (verified fields only)",
-                   configure_agents, _run_agents),
-        CliCommand("inbox", "tasks other agents sent that wait for you", json_flag, _run_inbox),
+                   configure_agents, _run_agents, module="core"),
+        CliCommand("inbox", "tasks other agents sent that wait for you", json_flag, _run_inbox,
+                   module="core"),
         CliCommand("reply", "answer a task in the inbox (completes it, with a signed receipt)",
-                   configure_reply, _run_reply),
-        CliCommand("reject", "decline a task in the inbox", configure_reject, _run_reject),
+                   configure_reply, _run_reply, module="core"),
+        CliCommand("reject", "decline a task in the inbox", configure_reject, _run_reject,
+                   module="core"),
         CliCommand("review", "rate the agent that completed one of your tasks, at the hub",
                    configure_review, _run_review,
                    description="Publish a signed review of the agent that completed the task. "
                                "The hub accepts it only with the agent's signed receipt of that "
-                               "task, and counts one review per task."),
+                               "task, and counts one review per task.", module="core"),
         CliCommand("policy", "show or set who may send you tasks: closed, trusted, open",
-                   configure_policy, _run_policy),
+                   configure_policy, _run_policy, module="core"),
         CliCommand("trust", "the agents whose tasks you accept under the trusted policy",
-                   configure_trust, _run_trust),
+                   configure_trust, _run_trust, module="core"),
         CliCommand("evidence verify", "check the evidence chain for changed, removed or "
-                   "inserted records", lambda parser: None, _run_evidence_verify),
+                   "inserted records", lambda parser: None, _run_evidence_verify, module="core"),
         CliCommand("keys rotate", "rotate this node's keys (the AID stays)", configure_rotate,
-                   _run_keys_rotate),
+                   _run_keys_rotate, module="core"),
     ]

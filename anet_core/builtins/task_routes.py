@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from anet_core import hookimpl
 from anet_core.errors import AnetError
-from anet_core.network import HubError, PeerInfo, SearchQuery, Verification
+from anet_core.link.contract import HubError, PeerInfo, SearchQuery, Verification
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import ControlRoutes
 from anet_core.tasks import TaskError, TaskLayer

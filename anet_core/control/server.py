@@ -8,10 +8,10 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
-from anet_core.fsutil import write_atomic
-from anet_core.localhttp import LoopbackGuard, TokenFile, bind_loopback
+from anet_core.control.guard import LoopbackGuard, TokenFile, bind_loopback
 from anet_core.node import NODE_KEY, Listener, Node
 from anet_core.records import ControlRoutes
+from anet_core.util.fsutil import write_atomic
 
 CONTROL_REALM = "anet-control"
 

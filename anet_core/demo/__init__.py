@@ -50,4 +50,4 @@ def anet_cli_commands() -> list[CliCommand]:
     return [CliCommand(
         "demo", "run a hub, two nodes and an example agent on this machine and send a task",
         configure=_configure, run=_run,
-        description=DESCRIPTION)]
+        description=DESCRIPTION, module="core")]

@@ -30,8 +30,8 @@ import aiohttp
 
 from anet_core.config import read_raw, write_config
 from anet_core.errors import AnetError
-from anet_core.fsutil import write_private
 from anet_core.settings import DataPaths
+from anet_core.util.fsutil import write_private
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0

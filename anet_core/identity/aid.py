@@ -7,7 +7,7 @@ import hashlib
 import re
 from typing import Any
 
-from anet_core.canonical import canonical_json
+from anet_core.util.canonical import canonical_json
 
 AID_LENGTH = 32
 AID_REGEX = "[a-z2-7]{32}"

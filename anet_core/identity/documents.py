@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from anet_core.canonical import b64u, canonical_json
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import DOCUMENT_CONTEXT, SIGNATURE_BYTES, verify_with_key
+from anet_core.util.canonical import b64u, canonical_json
 
 DOCUMENT_SIGNATURE_FIELDS = ("signer", "keySeq", "signature")
 

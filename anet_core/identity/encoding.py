@@ -1,6 +1,6 @@
 """Strict decoding of the base64url fields that carry keys, signatures, hashes and nonces.
 
-``anet_core.canonical.unb64u`` is lenient (the standard library skips characters outside the
+``anet_core.util.canonical.unb64u`` is lenient (the standard library skips characters outside the
 alphabet and ignores non-zero padding bits). For anything that is signed, hashed or compared, a
 lenient decoder would let several texts stand for the same bytes; so every protocol field is decoded
 here, where exactly one text is accepted for each byte string.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from anet_core.canonical import b64u, unb64u
+from anet_core.util.canonical import b64u, unb64u
 
 _BASE64URL_TEXT = re.compile(r"\A[A-Za-z0-9_-]*\Z")
 

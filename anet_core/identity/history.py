@@ -27,7 +27,6 @@ from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from anet_core.canonical import b64u, canonical_json
 from anet_core.identity.aid import derive_aid
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.signatures import (
@@ -37,6 +36,7 @@ from anet_core.identity.signatures import (
     sign_with_key,
     verify_with_key,
 )
+from anet_core.util.canonical import b64u, canonical_json
 
 StatementKind = Literal["genesis", "rotate", "emergency"]
 STATEMENT_KINDS: tuple[StatementKind, ...] = ("genesis", "rotate", "emergency")

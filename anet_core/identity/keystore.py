@@ -23,10 +23,9 @@ One process owns an identity directory (the daemon); other processes may load it
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -43,8 +42,6 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
 )
 
-from anet_core.canonical import b64u
-from anet_core.fsutil import write_atomic, write_private
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import (
     HistoryError,
@@ -54,6 +51,8 @@ from anet_core.identity.history import (
     verify_history,
 )
 from anet_core.identity.signatures import RAW_CONTEXT, RESERVED_CONTEXTS, sign_with_key
+from anet_core.util.canonical import b64u
+from anet_core.util.fsutil import write_atomic, write_private
 
 HISTORY_FILE = "history.json"
 RETAINED_PREVIOUS_ENCRYPTION_KEYS = 2

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from anet_core.errors import AnetError
+from anet_core.protocol.tasks import EffectStatus, Reason
 from anet_core.tasks.events import TaskEvents
-from anet_core.tasks.protocol import EffectStatus, Reason
 from anet_core.wire import TaskState, format_timestamp
 
 if TYPE_CHECKING:

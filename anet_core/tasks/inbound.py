@@ -14,24 +14,24 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from anet_core.envelope import (
+from anet_core.identity import VerifiedHistory
+from anet_core.link.contract import HubError
+from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
     MAX_FUTURE_SKEW_S,
     EnvelopeError,
     open_envelope,
     peek_header,
 )
-from anet_core.identity import VerifiedHistory
-from anet_core.network import HubError
-from anet_core.store import Store
-from anet_core.tasks.common import Effects
-from anet_core.tasks.protocol import (
+from anet_core.protocol.tasks import (
     TASK_BODY,
     TaskAlive,
     TaskCancel,
     TaskMessage,
     TaskUpdate,
 )
+from anet_core.store import Store
+from anet_core.tasks.common import Effects
 
 if TYPE_CHECKING:
     from anet_core.node import Node

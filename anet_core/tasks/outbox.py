@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from anet_core.envelope import seal
-from anet_core.network import HubError, JoinState
+from anet_core.link.contract import HubError, JoinState
+from anet_core.protocol.envelope import seal
 from anet_core.store import OutboxEntry, Store
 from anet_core.tasks.common import Effects
 

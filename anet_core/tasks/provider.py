@@ -30,8 +30,20 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from anet_core.envelope import seal
-from anet_core.network import HubError, JoinState
+from anet_core.link.contract import HubError, JoinState
+from anet_core.protocol.envelope import seal
+from anet_core.protocol.tasks import (
+    MAX_ALIVE_TASKS,
+    AliveTask,
+    ArtifactChunk,
+    EffectStatus,
+    Reason,
+    TaskAlive,
+    TaskCancel,
+    TaskMessage,
+    TaskUpdate,
+    wire_body,
+)
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.store import InboundPolicy, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
@@ -44,18 +56,6 @@ from anet_core.tasks.common import (
     set_status,
     state_of,
     text_message,
-)
-from anet_core.tasks.protocol import (
-    MAX_ALIVE_TASKS,
-    AliveTask,
-    ArtifactChunk,
-    EffectStatus,
-    Reason,
-    TaskAlive,
-    TaskCancel,
-    TaskMessage,
-    TaskUpdate,
-    wire_body,
 )
 from anet_core.tasks.receipts import issue_receipt
 from anet_core.tasks.responder import Responder

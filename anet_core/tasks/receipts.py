@@ -17,7 +17,6 @@ import hashlib
 import time
 from typing import Any
 
-from anet_core.canonical import b64u, canonical_json
 from anet_core.identity import (
     DocumentError,
     Identity,
@@ -25,6 +24,7 @@ from anet_core.identity import (
     sign_document,
     verify_document,
 )
+from anet_core.util.canonical import b64u, canonical_json
 
 RECEIPT_TYPE = "anet.receipt/v1"
 

@@ -16,7 +16,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from anet_core.identity import VerifiedHistory, is_aid
-from anet_core.network import HubError, JoinState, PeerInfo
+from anet_core.link.contract import HubError, JoinState, PeerInfo
+from anet_core.protocol.tasks import (
+    MESSAGE_REPLY,
+    EffectStatus,
+    Reason,
+    TaskAlive,
+    TaskCancel,
+    TaskMessage,
+    TaskUpdate,
+    wire_body,
+)
 from anet_core.store import OutboxEntry, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
     EFFECT_STATUS,
@@ -35,16 +45,6 @@ from anet_core.tasks.common import (
     text_message,
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
-from anet_core.tasks.protocol import (
-    MESSAGE_REPLY,
-    EffectStatus,
-    Reason,
-    TaskAlive,
-    TaskCancel,
-    TaskMessage,
-    TaskUpdate,
-    wire_body,
-)
 from anet_core.tasks.receipts import check_receipt
 from anet_core.wire import LIST_TASKS_MAX_PAGE_SIZE, Message, Role, TaskState, parse_timestamp
 

@@ -16,9 +16,9 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from anet_core.protocol.tasks import ArtifactChunk, Reason
 from anet_core.records import InboundTask
 from anet_core.tasks.common import new_id
-from anet_core.tasks.protocol import ArtifactChunk, Reason
 from anet_core.wire import TaskState
 
 if TYPE_CHECKING:

@@ -26,7 +26,6 @@ pytest.importorskip("anet_a2a")
 from anet_a2a.server import local_a2a
 from anet_a2a.state import StateDir
 
-
 FILE_BYTES = b"file content"
 
 

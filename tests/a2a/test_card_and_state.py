@@ -13,13 +13,13 @@ from pathlib import Path
 from a2a.utils._jcs import canonicalize
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from anet_core import hookimpl
-from anet_core.records import CardExtension
-from anet_core.settings import Settings
 from anet_a2a import hermes
 from anet_a2a.jws import canonical_card
 from anet_a2a.portholder import find_holder
 from anet_a2a.state import PORT_RANGE, StateDir
+from anet_core import hookimpl
+from anet_core.records import CardExtension
+from anet_core.settings import Settings
 from tests.a2a.conftest import Local, two_nodes
 
 
@@ -78,7 +78,7 @@ async def test_hook_anet_card_extensions(tmp_path: Path, http) -> None:
 
 
 async def test_unverified_peer_gets_a_placeholder(local: Local, http, monkeypatch) -> None:
-    from anet_core.network import HubError
+    from anet_core.link.contract import HubError
 
     async def unreachable(aid):
         raise HubError("unreachable", "the hub is down")

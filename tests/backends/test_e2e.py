@@ -25,7 +25,7 @@ import pytest
 import pytest_asyncio
 
 from anet_core.evidence import chain_path
-from anet_core.network import JoinState, SearchQuery
+from anet_core.link.contract import JoinState, SearchQuery
 from anet_core.node import Node
 from tests.backends.conftest import TOKEN
 from tests.backends.sdk_backend import Seen, sdk_backend

@@ -11,10 +11,9 @@ import pytest
 
 from anet_backends.config import BackendsConfig
 from anet_backends.doctor import declared_kinds
-from anet_core.doctor import all_checks, run_checks
 from anet_backends.service import Backends, kinds_by_scheme
 from anet_core.config import load_config
-from anet_core.doctor import CheckContext
+from anet_core.doctor import CheckContext, all_checks, run_checks
 from anet_core.errors import AnetError
 from anet_core.plugins import make_plugins
 from anet_core.records import CheckStatus

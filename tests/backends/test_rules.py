@@ -63,7 +63,7 @@ def test_the_open_policy_is_refused_with_an_untrusted_backend_naming_it() -> Non
 
 
 def test_two_kinds_for_one_scheme_name_both_modules() -> None:
-    other = BackendKind(name="other", schemes=("unix",), open=A2A_KIND.open)
+    other = BackendKind(name="other", schemes=("unix",), open=A2A_KIND.open, module="test")
     with pytest.raises(AnetError, match=r"a2a \(backends\) and other \(elsewhere\)"):
         kinds_by_scheme([("backends", A2A_KIND), ("elsewhere", other)])
 

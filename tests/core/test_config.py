@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from anet_core.config import load_config, read_raw, validate_config
-from anet_core.durations import format_duration, parse_duration
 from anet_core.errors import AnetError
 from anet_core.plugins import make_plugins
+from anet_core.util.durations import format_duration, parse_duration
 
 
 @pytest.fixture(scope="module")

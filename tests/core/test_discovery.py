@@ -76,9 +76,9 @@ def test_disabled_modules_are_not_loaded(site: Path) -> None:
 
 
 def test_importing_the_core_registers_nothing() -> None:
-    import anet_core.plugins  # noqa: F401
-
     import pluggy
+
+    import anet_core.plugins  # noqa: F401
 
     assert pluggy.PluginManager("anet").get_plugins() == set()
     assert make_plugins(load_entry_points=False).modules == {}

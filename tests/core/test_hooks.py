@@ -14,8 +14,8 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
 from anet_core import hookimpl, hookspecs
-from anet_core.cli.main import build_parser, _commands
 from anet_core.cli.context import CliContext
+from anet_core.cli.main import _commands, build_parser
 from anet_core.config import validate_config
 from anet_core.doctor import CheckContext, all_checks, run_checks
 from anet_core.plugins import make_plugins
@@ -93,7 +93,8 @@ async def test_hook_anet_lifespan(tmp_path: Path) -> None:
     class Ticker:
         @hookimpl
         def anet_lifespan(self, node):
-            return [Lifespan("first", lifespan("first")), Lifespan("second", lifespan("second"))]
+            return [Lifespan("first", lifespan("first"),
+                             module="test"), Lifespan("second", lifespan("second"), module="test")]
 
     async with running_node(tmp_path / "node", plugins_with(Ticker())):
         assert events == ["open first", "open second"]
@@ -155,7 +156,8 @@ def test_hook_anet_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[st
     class Hello:
         @hookimpl
         def anet_cli_commands(self):
-            return [CliCommand("hello", "say hello", lambda p: p.add_argument("who"), run_hello)]
+            return [CliCommand("hello", "say hello", lambda p: p.add_argument("who"), run_hello,
+                               module="test")]
 
     ctx = CliContext(settings=Settings(data_dir=tmp_path), plugins=plugins_with(Hello()))
     args = build_parser(_commands(ctx)).parse_args(["hello", "world"])
@@ -200,12 +202,14 @@ def test_commands_of_several_words_nest_below_a_shared_group(
         @hookimpl
         def anet_cli_commands(self):
             return [CliCommand("peers", "list",
-                               lambda p: p.add_argument("--json", action="store_true"), run_list)]
+                               lambda p: p.add_argument("--json", action="store_true"), run_list,
+                               module="test")]
 
     class Wiring:
         @hookimpl
         def anet_cli_commands(self):
-            return [CliCommand("peers wire", "wire", lambda p: p.add_argument("client"), run_wire)]
+            return [CliCommand("peers wire", "wire", lambda p: p.add_argument("client"), run_wire,
+                               module="test")]
 
     ctx = CliContext(settings=Settings(data_dir=tmp_path),
                      plugins=plugins_with(Wiring(), Directory()))

@@ -90,7 +90,8 @@ def test_a_daemon_that_fails_while_starting_shows_the_log_tail(anet, data_dir: P
         "from anet_core import hookimpl\nfrom anet_core.records import Lifespan\n"
         "from contextlib import asynccontextmanager\n\n@asynccontextmanager\n"
         "async def crash():\n    raise RuntimeError('the crash module cannot start')\n    yield\n\n"
-        "@hookimpl\ndef anet_lifespan(node):\n    return [Lifespan('crash', crash)]\n")
+        "@hookimpl\ndef anet_lifespan(node):\n    return [Lifespan('crash', crash,"
+        " module='crash')]\n")
     info = plugin_dir / "fake_crash-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-crash\nVersion: 1.0\n")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from anet_core.procnet import holders, listening_sockets, proc_address
+from anet_core.util.procnet import holders, listening_sockets, proc_address
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

@@ -14,12 +14,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from anet_core.canonical import b64u
-from anet_core.hub.client import HubClient
-from anet_core.hub.frames import REGISTER_CONTEXT, WS_PATH, registration_bytes
-from anet_core.hub.server import STATE_KEY, HubConfig, HubState, build_app
 from anet_core.identity import Identity
-from anet_core.network import CardContent, JoinState
+from anet_core.link.client import HubClient
+from anet_core.link.contract import CardContent, JoinState
+from anet_core.protocol.frames import REGISTER_CONTEXT, WS_PATH, registration_bytes
+from anet_core.util.canonical import b64u
+from anet_hub.app import STATE_KEY, HubConfig, HubState, build_app
 
 STEP_TIMEOUT_S = 10.0
 

@@ -13,9 +13,9 @@ import sys
 import aiohttp
 import pytest
 
-from anet_core.hub.client import HubClient
 from anet_core.identity import Identity
-from anet_core.network import JoinState
+from anet_core.link.client import HubClient
+from anet_core.link.contract import JoinState
 
 COMMAND_TIMEOUT_S = 60
 

@@ -8,19 +8,19 @@ from types import SimpleNamespace
 
 import pytest
 
+from anet_core import hookimpl
 from anet_core.config import HubSection, NodeSection, SkillSection
-from anet_core.hub.client import (
+from anet_core.identity import Identity
+from anet_core.link.client import (
     BACKOFF_CAP_S,
     HubClient,
     backoff_delay,
     normalize_hub_url,
     open_hub_link,
 )
-from anet_core.identity import Identity
-from anet_core import hookimpl
+from anet_core.link.contract import HubError, JoinState, SearchQuery, Verification
 from anet_core.plugins import make_plugins
 from anet_core.records import SkillSource
-from anet_core.network import HubError, JoinState, SearchQuery, Verification
 
 
 def free_tcp_port() -> int:

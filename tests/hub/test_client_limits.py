@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from anet_core.envelope import open_envelope, seal
-from anet_core.hub import client as client_module
-from anet_core.hub.client import DeliveryQueue, RequestPacer, receive_retry_delay
-from anet_core.hub.frames import Refusal
-from anet_core.hub.peers import PeerCache, PeerVerifier
 from anet_core.identity import Identity, verify_history
-from anet_core.network import HubError, KeyState, PeerInfo, Verification
+from anet_core.link import client as client_module
+from anet_core.link.client import DeliveryQueue, RequestPacer, receive_retry_delay
+from anet_core.link.contract import HubError, KeyState, PeerInfo, Verification
+from anet_core.link.directory import PeerCache, PeerVerifier
+from anet_core.protocol.envelope import open_envelope, seal
+from anet_core.protocol.frames import Refusal
 
 STEP_TIMEOUT_S = 20.0
 

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from anet_core.hub import admin
-from anet_core.network import CardContent, HubError, KeyState, SearchQuery, Verification
+from anet_core.link.contract import CardContent, HubError, KeyState, SearchQuery, Verification
+from anet_hub import admin
 
 
 def card(name: str, description: str = "", skills: list[dict] | None = None) -> CardContent:

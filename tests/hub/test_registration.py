@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import shutil
 
-from anet_core.canonical import b64u
-from anet_core.hub import admin
 from anet_core.identity import Identity
-from anet_core.network import JoinState
+from anet_core.link.contract import JoinState
+from anet_core.util.canonical import b64u
+from anet_hub import admin
 
 
 async def test_a_node_registers_and_says_so(hub, nodes):

@@ -14,7 +14,6 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from anet_core.canonical import b64u, canonical_json
 from anet_core.identity import (
     AID_PATTERN,
     AID_REGEX,
@@ -26,6 +25,7 @@ from anet_core.identity import (
 )
 from anet_core.identity.history import MAX_HISTORY_LENGTH, KeyStatement, build_statement
 from anet_core.identity.signatures import KEY_STATEMENT_CONTEXT, RAW_CONTEXT, sign_with_key
+from anet_core.util.canonical import b64u, canonical_json
 
 
 def public(key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:

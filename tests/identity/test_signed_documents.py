@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anet_core.canonical import b64u, canonical_json
 from anet_core.identity import DocumentError, Identity, sign_document, verify_document
+from anet_core.util.canonical import b64u, canonical_json
 
 CARD = {"name": "translator", "skills": [{"id": "translate", "tags": ["fr", "en"]}],
         "charge": "free", "homeHub": "wss://hub.example", "nested": {"n": 1, "f": 0.5}}
@@ -136,8 +136,8 @@ def test_any_json_document_round_trips(alice: Identity, doc: dict[str, Any]) -> 
 def test_jws_signing_is_raw_ed25519_and_refuses_anything_but_a_signing_input(tmp_path) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from anet_core.canonical import unb64u
     from anet_core.identity import Identity
+    from anet_core.util.canonical import unb64u
 
     identity = Identity.create(tmp_path / "identity")
     signing_input = b"eyJhbGciOiJFZERTQSJ9.eyJhIjoxfQ"

@@ -16,7 +16,7 @@ import pytest
 from anet_core.config import validate_config
 from anet_core.evidence import EvidenceChain, chain_path
 from anet_core.identity import Identity, VerifiedHistory
-from anet_core.network import (
+from anet_core.link.contract import (
     EnvelopeReceiver,
     HubError,
     JoinState,

@@ -11,9 +11,9 @@ import pytest
 from anet_core import hookimpl
 from anet_core.evidence import verify
 from anet_core.plugins import make_plugins
+from anet_core.protocol.tasks import ArtifactChunk
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.tasks import Responder, TaskError
-from anet_core.tasks.protocol import ArtifactChunk
 from anet_core.wire import TaskState
 
 from .conftest import FakeHub, eventually, running_node, text

@@ -250,8 +250,8 @@ async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Pat
         before = a.store.get_task(task["id"]).last_heard_at
         assert await c.tasks.provider.send_alive() == 0  # c holds no task of a
         # c names a's task anyway: it is not c's, nothing moves
-        from anet_core.envelope import seal
-        from anet_core.tasks.protocol import AliveTask, TaskAlive, wire_body
+        from anet_core.protocol.envelope import seal
+        from anet_core.protocol.tasks import AliveTask, TaskAlive, wire_body
         body = wire_body(TaskAlive(tasks=[AliveTask(task_id=task["id"],
                                                     context_id=task["contextId"])]))
         await c.hub.send(seal(c.identity, a.aid, a.identity.encryption_public_key, body))

@@ -122,7 +122,7 @@ async def test_trust_list_and_inbox(tmp_path: Path) -> None:
 
 
 def test_a_task_message_from_a_newer_peer_with_unknown_fields_is_understood() -> None:
-    from anet_core.tasks.protocol import TASK_BODY
+    from anet_core.protocol.tasks import TASK_BODY
 
     body = TASK_BODY.validate_python({
         "type": "task.cancel", "taskId": "t" * 32, "contextId": "c1", "addedLater": {"x": 1}})

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from anet_core.canonical import b64u
-from anet_core.identity import Identity
-from anet_core.network import PeerInfo, Verification
-from anet_core.records import CardExtension
+from anet_a2a.jws import sign_card
+from anet_core.api import CardExtension, Identity, PeerInfo, Verification, b64u
 from anet_core.wire import (
     A2A_PROTOCOL_VERSION,
     AGENT_CARD_WELL_KNOWN_PATH,
@@ -28,8 +26,6 @@ from anet_core.wire import (
     SecurityScheme,
     StringList,
 )
-
-from anet_a2a.jws import sign_card
 
 ORIGIN_EXTENSION = "urn:anet:a2a:anet-origin/v1"
 PREVIEW_EXTENSION = "urn:anet:a2a:preview/v1"

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from anet_core.localhttp import LoopbackGuard
-from anet_core.wire import A2AError, A2AErrorKind, JsonRpcId
-
 from anet_a2a.replies import Binding, error_reply
+from anet_core.api import LoopbackGuard
+from anet_core.wire import A2AError, A2AErrorKind, JsonRpcId
 
 REALM = "anet-local-a2a"
 BODY_LIMIT = 96 * 1024 * 1024

@@ -9,13 +9,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from anet_core.cli.context import CliContext
-from anet_core.errors import AnetError
-from anet_core.identity import is_aid
-
 from anet_a2a import hermes
 from anet_a2a.card import AGENTS_PATH
 from anet_a2a.state import StateDir
+from anet_core.api import AnetError, CliContext, is_aid
 
 CARD_FETCH_TIMEOUT_S = 10.0
 __all__ = ["AGENTS_PATH", "configure_wire", "run_rotate", "run_wire"]

@@ -8,11 +8,10 @@ from typing import Any
 
 from aiohttp import web
 
-from anet_core.network import HubError, PeerInfo, SearchQuery, Verification
-from anet_core.wire import A2AError, A2AErrorKind
-
 from anet_a2a.endpoint import CARD_MAX_AGE_S, ENDPOINT, Endpoint
 from anet_a2a.replies import json_reply, rest_error
+from anet_core.api import HubError, PeerInfo, SearchQuery, Verification
+from anet_core.wire import A2AError, A2AErrorKind
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 50

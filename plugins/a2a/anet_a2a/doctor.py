@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import stat
 
-from anet_core.doctor import CheckContext
-from anet_core.records import CheckResult, CheckStatus
-
 from anet_a2a.state import MODULE, StateDir
+from anet_core.api import CheckContext, CheckResult, CheckStatus
 
 REMEDY = "free the port, then `anet stop && anet up` and `anet agents wire --refresh`"
 

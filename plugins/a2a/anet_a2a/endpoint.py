@@ -8,17 +8,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from anet_core.identity import is_aid
-from anet_core.localhttp import TokenFile
-from anet_core.network import HubError, KeyState, PeerInfo, Verification
-from anet_core.node import Node
-from anet_core.wire import AgentCard
-
 from anet_a2a.card import AgentUrls, proxy_card, signed
 from anet_a2a.jws import canonical_card
 from anet_a2a.operations import AgentOperations
 from anet_a2a.replies import no_such_agent
 from anet_a2a.tasks_port import AgentTasks
+from anet_core.api import HubError, KeyState, Node, PeerInfo, TokenFile, Verification, is_aid
+from anet_core.wire import AgentCard
 
 EXTENSIONS_HEADER = "A2A-Extensions"
 CARD_MAX_AGE_S = 60

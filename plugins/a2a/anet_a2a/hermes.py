@@ -21,10 +21,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
-from anet_core.errors import AnetError
-from anet_core.fsutil import write_atomic, write_private
-
 from anet_a2a.card import AGENTS_PATH
+from anet_core.api import AnetError, write_atomic, write_private
 
 SECTION = "a2a_agents"
 TIMEOUT_S = 330

@@ -10,6 +10,11 @@ from typing import Any
 
 from aiohttp import web
 
+from anet_a2a.checks import BODY
+from anet_a2a.endpoint import ENDPOINT
+from anet_a2a.operations import AgentOperations, EventStream
+from anet_a2a.replies import json_reply, jsonrpc_error
+from anet_a2a.sse import stream
 from anet_core.wire import (
     A2AError,
     A2AErrorKind,
@@ -21,12 +26,6 @@ from anet_core.wire import (
     parse_params,
     parse_request,
 )
-
-from anet_a2a.checks import BODY
-from anet_a2a.endpoint import ENDPOINT
-from anet_a2a.operations import AgentOperations, EventStream
-from anet_a2a.replies import json_reply, jsonrpc_error
-from anet_a2a.sse import stream
 
 M = A2AMethod
 

@@ -12,8 +12,7 @@ import json
 import math
 from typing import Any
 
-from anet_core.canonical import b64u
-from anet_core.identity import Identity
+from anet_core.api import Identity, b64u
 from anet_core.wire import AgentCardSignature
 
 MAX_DEPTH = 128

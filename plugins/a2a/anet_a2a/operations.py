@@ -13,8 +13,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from anet_core.tasks import Reason, TaskSubscription
-from anet_core.tasks.protocol import MESSAGE_REPLY
+from anet_a2a.card import PREVIEW_EXTENSION
+from anet_a2a.tasks_port import AgentTasks
+from anet_core.api import Reason, TaskSubscription
+from anet_core.protocol.tasks import MESSAGE_REPLY
 from anet_core.wire import (
     A2AError,
     A2AErrorKind,
@@ -30,9 +32,6 @@ from anet_core.wire import (
     Task,
     TaskState,
 )
-
-from anet_a2a.card import PREVIEW_EXTENSION
-from anet_a2a.tasks_port import AgentTasks
 
 FIRST_EVENT_HOLD_S = 1.0
 """A send's stream waits this long for the agent to show how it answers before its first

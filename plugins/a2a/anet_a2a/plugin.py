@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from anet_core import hookimpl
-from anet_core.node import Node
-from anet_core.records import CliCommand, ConfigBlock, DoctorCheck, Lifespan
-
 from anet_a2a import cli, doctor
 from anet_a2a.server import local_a2a
 from anet_a2a.state import MODULE
+from anet_core.api import CliCommand, ConfigBlock, DoctorCheck, Lifespan, Node, hookimpl
 
 
 class A2AConfig(BaseModel):
@@ -26,7 +23,7 @@ def anet_config_blocks() -> list[ConfigBlock]:
 
 @hookimpl
 def anet_lifespan(node: Node) -> list[Lifespan]:
-    return [Lifespan(name="a2a-endpoint", open=lambda: local_a2a(node))]
+    return [Lifespan(name="a2a-endpoint", open=lambda: local_a2a(node), module="a2a")]
 
 
 @hookimpl
@@ -43,10 +40,10 @@ def anet_doctor_checks() -> list[DoctorCheck]:
 def anet_cli_commands() -> list[CliCommand]:
     return [
         CliCommand("a2a rotate-token", "replace a2a_token.txt (refreshes the Hermes entries "
-                   "anet wrote)", lambda parser: None, cli.run_rotate),
+                   "anet wrote)", lambda parser: None, cli.run_rotate, module="a2a"),
         CliCommand("agents wire", "point an A2A client (Hermes) at remote agents on this node",
                    cli.configure_wire, cli.run_wire,
                    description="Write a2a_agents entries into Hermes's config.yaml that point "
                                f"at http://<a2a_addr>{cli.AGENTS_PATH}/<aid> with the local "
-                               "token."),
+                               "token.", module="a2a"),
     ]

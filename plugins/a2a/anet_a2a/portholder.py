@@ -10,8 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from anet_core.procnet import PROC, command_of, holders, listening_sockets
-
+from anet_core.api import PROC, command_of, holders, listening_sockets
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,11 @@ from typing import Any
 
 from aiohttp import web
 
+from anet_a2a.checks import BODY
+from anet_a2a.endpoint import ENDPOINT
+from anet_a2a.operations import AgentOperations, EventStream
+from anet_a2a.replies import rest_error, rest_result
+from anet_a2a.sse import stream
 from anet_core.wire import (
     A2AError,
     A2AErrorKind,
@@ -24,12 +29,6 @@ from anet_core.wire import (
     rest_error_body,
     validate_params,
 )
-
-from anet_a2a.checks import BODY
-from anet_a2a.endpoint import ENDPOINT
-from anet_a2a.operations import AgentOperations, EventStream
-from anet_a2a.replies import rest_error, rest_result
-from anet_a2a.sse import stream
 
 Operation = Callable[[web.Request, AgentOperations], Awaitable[web.StreamResponse]]
 

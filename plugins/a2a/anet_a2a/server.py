@@ -14,10 +14,6 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
-from anet_core.localhttp import LoopbackGuard, bind_loopback
-from anet_core.node import NODE_KEY, Listener, Node
-from anet_core.wire import AGENT_CARD_WELL_KNOWN_PATH
-
 from anet_a2a import directory, jsonrpc, rest
 from anet_a2a.card import AGENTS_PATH
 from anet_a2a.checks import BODY_LIMIT, JSONRPC_ROUTE, REALM, RequestChecks
@@ -31,6 +27,8 @@ from anet_a2a.state import (
     conflict_text,
     replace_token_after_emergency,
 )
+from anet_core.api import NODE_KEY, Listener, LoopbackGuard, Node, bind_loopback
+from anet_core.wire import AGENT_CARD_WELL_KNOWN_PATH
 
 log = logging.getLogger(__name__)
 

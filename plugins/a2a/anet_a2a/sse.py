@@ -15,10 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
-from anet_core.wire import A2AError, A2AErrorKind, StreamResponse
-
 from anet_a2a.operations import EventStream
 from anet_a2a.replies import dumps
+from anet_core.wire import A2AError, A2AErrorKind, StreamResponse
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from anet_core.fsutil import write_atomic
-from anet_core.identity import Identity
-from anet_core.localhttp import TokenFile, bind_loopback
-from anet_core.settings import DataPaths
+from anet_core.api import DataPaths, Identity, TokenFile, bind_loopback, write_atomic
 
 MODULE = "a2a"
 PORT_RANGE = range(43811, 45811)

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from anet_core.tasks import TaskError, TaskLayer, TaskSubscription
-from anet_core.wire import A2AError, A2AErrorKind
-
 from anet_a2a.replies import no_such_agent
+from anet_core.api import TaskError, TaskLayer, TaskSubscription
+from anet_core.wire import A2AError, A2AErrorKind
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ from anet_backends.transport import (
     CheckedTCPConnector,
     CheckedUnixConnector,
 )
-from anet_core.records import (
+from anet_core.api import (
     BackendError,
     BackendKind,
     BackendStage,
@@ -248,4 +248,4 @@ async def skills_a2a(target: BackendTarget) -> list[dict[str, Any]]:
 
 
 A2A_KIND = BackendKind(name="a2a", schemes=("unix", "http", "https"), open=open_a2a,
-                       diagnose=diagnose_a2a, skills=skills_a2a)
+                       diagnose=diagnose_a2a, skills=skills_a2a, module="backends")

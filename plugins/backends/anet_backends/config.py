@@ -7,8 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anet_core.durations import GoDuration
-from anet_core.records import BackendTarget
+from anet_core.api import BackendTarget, GoDuration
 
 BUILT_IN_SCHEMES = frozenset({"unix", "http", "https"})
 """The schemes of the built-in kind (A2A 1.0 JSON-RPC over a unix socket or TCP)."""

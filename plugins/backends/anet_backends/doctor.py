@@ -10,9 +10,14 @@ import pluggy
 
 from anet_backends.config import Backend, BackendsConfig
 from anet_backends.service import MODULE, kinds_by_scheme
-from anet_core.doctor import CheckContext
-from anet_core.errors import AnetError
-from anet_core.records import BackendKind, CheckResult, CheckStatus, DoctorCheck
+from anet_core.api import (
+    AnetError,
+    BackendKind,
+    CheckContext,
+    CheckResult,
+    CheckStatus,
+    DoctorCheck,
+)
 
 PROBE_TIMEOUT_S = 8.0
 """Each backend's probe; below the check's own timeout so one hung backend shows as such."""

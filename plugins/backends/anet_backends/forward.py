@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from anet_backends.responder import ASKS_FOR_INPUT, Responder, WireObject
 from anet_backends.retry import Backoff
-from anet_core.records import BackendError, BackendKind, BackendStage, BackendTarget, InboundTask
+from anet_core.api import BackendError, BackendKind, BackendStage, BackendTarget, InboundTask
 from anet_core.wire import TaskState
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,15 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from anet_core.procnet import WILDCARDS, holders, listening_sockets, normal_address
-from anet_core.records import BackendError, BackendStage, BackendTarget
+from anet_core.api import (
+    WILDCARDS,
+    BackendError,
+    BackendStage,
+    BackendTarget,
+    holders,
+    listening_sockets,
+    normal_address,
+)
 
 ROOT_UID = 0
 

@@ -16,18 +16,19 @@ from anet_backends.service import (
     kinds_by_scheme,
     policy_conflict,
 )
-from anet_core import hookimpl
-from anet_core.config import Config
-from anet_core.node import Node, NodeKey
-from anet_core.records import (
+from anet_core.api import (
     BackendKind,
+    Config,
     ConfigBlock,
     DoctorCheck,
     InboundTask,
     Lifespan,
+    Node,
+    NodeKey,
     PolicyVeto,
     SkillSource,
     TaskClaim,
+    hookimpl,
 )
 
 SERVICE = NodeKey("backends", Backends)
@@ -68,7 +69,7 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
         finally:
             del node[SERVICE]
 
-    return [Lifespan(name="backends", open=backends)]
+    return [Lifespan(name="backends", open=backends, module="backends")]
 
 
 @hookimpl

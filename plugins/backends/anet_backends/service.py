@@ -10,8 +10,7 @@ from typing import Any
 from anet_backends.config import Backend, BackendsConfig
 from anet_backends.forward import BackendTask, Forwarder, Record
 from anet_backends.retry import Backoff
-from anet_core.errors import AnetError
-from anet_core.records import BackendKind, InboundTask, TaskClaim
+from anet_core.api import AnetError, BackendKind, InboundTask, TaskClaim
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
 from anet_backends import peers
-from anet_core.records import BackendError, BackendStage, BackendTarget
+from anet_core.api import BackendError, BackendStage, BackendTarget
 
 if TYPE_CHECKING:
     from aiohttp.client_reqrep import ClientRequest

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from anet_core import hookimpl
-from anet_core.doctor import CheckContext
-from anet_core.records import CheckResult, CheckStatus, ConfigBlock, DoctorCheck
+from anet_core.api import (
+    CheckContext,
+    CheckResult,
+    CheckStatus,
+    ConfigBlock,
+    DoctorCheck,
+    hookimpl,
+)
 
 MODULE = "x402"
 

@@ -44,4 +44,4 @@ async def open_command(target: BackendTarget) -> AsyncIterator[CommandChannel]:
 
 @hookimpl
 def anet_backend_kinds() -> list[BackendKind]:
-    return [BackendKind(name="command", schemes=("command",), open=open_command)]
+    return [BackendKind(name="command", schemes=("command",), open=open_command, module="test")]

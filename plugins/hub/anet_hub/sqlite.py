@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from anet_core.hub.storage import (
+from anet_hub.storage import (
     AgentRecord,
     AgentState,
     CardIndex,

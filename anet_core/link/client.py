@@ -1,4 +1,4 @@
-"""The node's side of the hub: :class:`HubClient` implements ``anet_core.network.HubLink``.
+"""The node's side of the hub: :class:`HubClient` implements ``anet_core.link.contract.HubLink``.
 
 One background task keeps a WebSocket to the home hub: it answers the hub's challenge, registers,
 republishes the card, hands delivered envelopes to the receiver (acknowledging each only after the
@@ -24,8 +24,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
-from functools import partial
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -33,10 +33,28 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 from pydantic import ValidationError
 
-from anet_core.canonical import b64u
-from anet_core.fsutil import write_atomic
-from anet_core.hub.documents import CARD_TYPE, REVIEW_TYPE
-from anet_core.hub.frames import (
+from anet_core.identity import (
+    HistoryError,
+    Identity,
+    VerifiedHistory,
+    sign_document,
+    verify_history,
+)
+from anet_core.identity.encoding import decode_b64u
+from anet_core.identity.signatures import verify_with_key
+from anet_core.link.contract import (
+    CardContent,
+    EnvelopeReceiver,
+    HubError,
+    JoinState,
+    JoinStatus,
+    PeerInfo,
+    SearchPage,
+    SearchQuery,
+)
+from anet_core.link.directory import PeerCache, PeerVerifier
+from anet_core.protocol.documents import CARD_TYPE, REVIEW_TYPE
+from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     HUB_FRAME,
     REGISTER_CONTEXT,
@@ -53,26 +71,8 @@ from anet_core.hub.frames import (
     challenge_bytes,
     registration_bytes,
 )
-from anet_core.hub.peers import PeerCache, PeerVerifier
-from anet_core.identity import (
-    HistoryError,
-    Identity,
-    VerifiedHistory,
-    sign_document,
-    verify_history,
-)
-from anet_core.identity.encoding import decode_b64u
-from anet_core.identity.signatures import verify_with_key
-from anet_core.network import (
-    CardContent,
-    EnvelopeReceiver,
-    HubError,
-    JoinState,
-    JoinStatus,
-    PeerInfo,
-    SearchPage,
-    SearchQuery,
-)
+from anet_core.util.canonical import b64u
+from anet_core.util.fsutil import write_atomic
 
 if TYPE_CHECKING:
     from anet_core.config import NodeSection
@@ -285,7 +285,7 @@ class Refused(Exception):
 
 
 class HubClient:
-    """A node's link to its home hub (``anet_core.network.HubLink``)."""
+    """A node's link to its home hub (``anet_core.link.contract.HubLink``)."""
 
     def __init__(self, identity: Identity, *, url: str | None, pin_path: Path,
                  card: CardContent | None = None,

@@ -35,12 +35,12 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from anet_core.canonical import b64u, canonical_json
 from anet_core.identity.aid import check_aid, is_aid
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import ENVELOPE_CONTEXT, SIGNATURE_BYTES, verify_with_key
+from anet_core.util.canonical import b64u, canonical_json
 
 ENVELOPE_VERSION = 1
 ENVELOPE_FIELDS = frozenset({"v", "id", "from", "to", "epk", "nonce", "ct"})

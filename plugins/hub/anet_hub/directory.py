@@ -14,8 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from anet_core.canonical import b64u, canonical_json, unb64u
-from anet_core.hub.documents import (
+from anet_core.api import (
+    HistoryError,
+    VerifiedHistory,
+    b64u,
+    canonical_json,
+    is_aid,
+    unb64u,
+    verify_history,
+    verify_signature,
+)
+from anet_core.protocol.documents import (
     MAX_CARD_BYTES,
     DirectoryDocError,
     NetworkCard,
@@ -23,7 +32,7 @@ from anet_core.hub.documents import (
     verify_card,
     verify_review,
 )
-from anet_core.hub.frames import (
+from anet_core.protocol.frames import (
     CHALLENGE_TTL_S,
     REGISTER_CONTEXT,
     DirectoryEntry,
@@ -32,20 +41,13 @@ from anet_core.hub.frames import (
     SearchFrame,
     registration_bytes,
 )
-from anet_core.hub.storage import (
+from anet_hub.storage import (
     AgentRecord,
     AgentState,
     CardIndex,
     HubStorage,
     ReviewRecord,
     SearchFilter,
-)
-from anet_core.identity import (
-    HistoryError,
-    VerifiedHistory,
-    is_aid,
-    verify_history,
-    verify_signature,
 )
 
 log = logging.getLogger("anet.hub.directory")

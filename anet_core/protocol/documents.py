@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from anet_core.canonical import b64u
 from anet_core.identity import (
     AID_REGEX,
     DocumentError,
@@ -22,6 +21,7 @@ from anet_core.identity import (
     sign_document,
     verify_document,
 )
+from anet_core.util.canonical import b64u
 
 CARD_TYPE = "anet.card"
 RECEIPT_TYPE = "anet.receipt/v1"

@@ -1,7 +1,7 @@
 """The one storage interface behind a hub: directory, registrations, queues, reviews, official list.
 
 Everything a hub remembers goes through :class:`HubStorage`. The embedded implementation is
-SQLite (``anet_core.hub.sqlite``); a shared PostgreSQL implementation (several hub instances
+SQLite (``anet_hub.sqlite``); a shared PostgreSQL implementation (several hub instances
 behind one address, DESIGN.md "Scale-out plan") implements the same methods. The methods are
 coroutines for that reason, and each one is a single transaction: nothing here assumes that
 the hub process is the only writer.
@@ -10,11 +10,11 @@ the hub process is the only writer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol
 
 
-class AgentState(str, Enum):
+class AgentState(StrEnum):
     PENDING = "pending"
     REGISTERED = "registered"
 

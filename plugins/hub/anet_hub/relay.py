@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from anet_core.envelope import DEFAULT_MAX_AGE_S, EnvelopeError, peek_header
-from anet_core.hub.frames import Refusal
-from anet_core.hub.storage import AgentState, HubStorage, QueuedEnvelope, StorageError
+from anet_core.protocol.envelope import DEFAULT_MAX_AGE_S, EnvelopeError, peek_header
+from anet_core.protocol.frames import Refusal
+from anet_hub.storage import AgentState, HubStorage, QueuedEnvelope, StorageError
 
 log = logging.getLogger("anet.hub.relay")
 
@@ -30,7 +30,7 @@ OUTBOX_LIMIT = 1024
 """Envelopes held in memory for a connected node; past it the node is fed from storage."""
 SCAN_BATCH = 128
 MAX_QUEUE_TTL_S = DEFAULT_MAX_AGE_S
-"""Recipients refuse envelopes older than this (anet_core.envelope), so keeping them longer
+"""Recipients refuse envelopes older than this (anet_core.protocol.envelope), so keeping them longer
 would only waste the disk."""
 
 

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
 
-from anet_core.canonical import b64u
-from anet_core.hub.directory import Challenge
-from anet_core.hub.frames import (
+from anet_core.api import b64u
+from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     CHALLENGE_TTL_S,
     NODE_FRAME,
@@ -42,11 +41,12 @@ from anet_core.hub.frames import (
     SendFrame,
     challenge_bytes,
 )
-from anet_core.hub.relay import Connection
-from anet_core.hub.storage import AgentState, StorageError
+from anet_hub.directory import Challenge
+from anet_hub.relay import Connection
+from anet_hub.storage import AgentState, StorageError
 
 if TYPE_CHECKING:
-    from anet_core.hub.server import HubState
+    from anet_hub.app import HubState
 
 log = logging.getLogger("anet.hub.session")
 

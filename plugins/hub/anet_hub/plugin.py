@@ -1,4 +1,4 @@
-"""The hub as a built-in plugin: ``anet hub ...``, ``anet join``, ``/hub/`` routes, doctor check."""
+"""The hub module's hooks: ``anet hub serve|approve|pending|official``."""
 
 from __future__ import annotations
 
@@ -7,17 +7,14 @@ import asyncio
 import datetime
 from pathlib import Path
 
-from aiohttp import web
-
-from anet_core import hookimpl
-from anet_core.cli.context import CliContext
-from anet_core.config import read_raw, write_config
-from anet_core.daemon import configure_logging, running_pid
-from anet_core.doctor import CheckContext
-from anet_core.durations import parse_duration
-from anet_core.errors import AnetError
-from anet_core.node import NODE_KEY, Node
-from anet_core.records import CheckResult, CheckStatus, CliCommand, ControlRoutes, DoctorCheck
+from anet_core.api import (
+    AnetError,
+    CliCommand,
+    CliContext,
+    configure_logging,
+    hookimpl,
+    parse_duration,
+)
 
 MIB = 1024 * 1024
 
@@ -26,7 +23,7 @@ MIB = 1024 * 1024
 
 
 def _configure_hub(parser: argparse.ArgumentParser) -> None:
-    from anet_core.hub import server
+    from anet_hub import app as server
 
     sub = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND", required=True)
     serve = sub.add_parser("serve", help="run a hub in the foreground (Ctrl-C or SIGTERM stops it)")
@@ -70,7 +67,7 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
-    from anet_core.hub import admin
+    from anet_hub import admin
 
     data = Path(args.data).expanduser().absolute()
     if args.hub_command == "serve":
@@ -103,7 +100,7 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
-    from anet_core.hub import server
+    from anet_hub import app as server
 
     try:
         host, port = server.parse_listen(args.listen)
@@ -124,100 +121,11 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
     return 0
 
 
-# -- anet join ------------------------------------------------------------------------------------
-
-
-def _run_join(args: argparse.Namespace, ctx: CliContext) -> int:
-    from anet_core.hub.client import normalize_hub_url, pin_path
-
-    try:
-        url = normalize_hub_url(args.url)
-    except ValueError as error:
-        raise AnetError("hub-bad-url", str(error)) from None
-    raw = read_raw(ctx.paths.config)
-    raw.setdefault("hub", {})["url"] = url
-    write_config(ctx.paths.config, raw)
-    # Joining is the operator's explicit trust decision: the hub met next is pinned afresh.
-    pin_path(ctx.paths.root).unlink(missing_ok=True)
-    print(f"Recorded {url} as this node's home hub in {ctx.paths.config}.")
-    if running_pid(ctx.paths) is None:
-        print("Start the node with `anet up`; it registers at the hub then.")
-        return 0
-    status = ctx.daemon.post("/hub/join", {"url": url})
-    print(status["sentence"])
-    return 0
-
-
 @hookimpl
 def anet_cli_commands() -> list[CliCommand]:
     return [
         CliCommand("hub", "run a hub and administer it (serve, approve, pending, official)",
-                   configure=_configure_hub, run=_run_hub,
+                   configure=_configure_hub, run=_run_hub, module="hub",
                    description="A hub relays sealed envelopes between nodes, keeps the directory "
                                "and stores envelopes for offline nodes. See docs/hub.md."),
-        CliCommand("join", "make a hub this node's home hub and register there",
-                   configure=lambda parser: parser.add_argument(
-                       "url", help="the hub's URL, e.g. ws://hub.example.org:8765"),
-                   run=_run_join),
     ]
-
-
-# -- control routes -------------------------------------------------------------------------------
-
-routes = web.RouteTableDef()
-
-
-@routes.get("/status")
-async def hub_status(request: web.Request) -> web.Response:
-    return web.json_response(request.config_dict[NODE_KEY].hub.status.as_dict())
-
-
-@routes.post("/join")
-async def hub_join(request: web.Request) -> web.Response:
-    from anet_core.hub.client import HubClient
-
-    node = request.config_dict[NODE_KEY]
-    body = await request.json()
-    url = body.get("url") if isinstance(body, dict) else None
-    if not isinstance(url, str) or not isinstance(node.hub, HubClient):
-        return web.json_response({"error": "hub-bad-request",
-                                  "message": "POST /hub/join takes {\"url\": \"ws://...\"}"},
-                                 status=400)
-    try:
-        status = await node.hub.rejoin(url)
-    except ValueError as error:
-        return web.json_response({"error": "hub-bad-url", "message": str(error)}, status=400)
-    return web.json_response(status.as_dict())
-
-
-@hookimpl
-def anet_routes(node: Node) -> list[ControlRoutes]:
-    return [ControlRoutes(module="hub", routes=list(routes))]
-
-
-# -- doctor ---------------------------------------------------------------------------------------
-
-
-async def hub_connection(ctx: CheckContext) -> CheckResult:
-    status = ctx.daemon_status()
-    if status is None:
-        return CheckResult(CheckStatus.SKIP, "the daemon is not running",
-                           hint="start it with `anet up`")
-    hub = status.get("hub") or {}
-    state, text = hub.get("state"), hub.get("sentence", "the daemon reports no hub link")
-    if state == "registered":
-        return CheckResult(CheckStatus.OK, text)
-    if state == "not-joined":
-        return CheckResult(CheckStatus.WARN, text, hint="run `anet join <hub-url>`")
-    if state == "pending":
-        return CheckResult(CheckStatus.WARN, text,
-                           hint=f"ask the hub operator to run `anet hub approve {status['aid']}`")
-    return CheckResult(CheckStatus.FAIL, text,
-                       hint="check the URL in config.json (hub.url) and the network; "
-                            "the daemon's log says why the hub is unreachable")
-
-
-@hookimpl
-def anet_doctor_checks() -> list[DoctorCheck]:
-    return [DoctorCheck("hub-connection", "core", "the node is registered at its home hub",
-                        hub_connection)]

@@ -1,6 +1,6 @@
 """What the rest of the node needs from its hub connection: the contract of ``node.hub``.
 
-The hub client (``anet_core.hub.client``) implements :class:`HubLink`; the task layer and the
+The hub client (``anet_core.link.client``) implements :class:`HubLink`; the task layer and the
 modules use only this contract, so a federated or brokered hub can replace it later.
 """
 
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from anet_core.identity import VerifiedHistory
 
 
-class JoinState(str, Enum):
+class JoinState(StrEnum):
     NOT_JOINED = "not-joined"
     PENDING = "pending"
     REGISTERED = "registered"
@@ -36,12 +36,12 @@ class JoinStatus:
                 "sentence": self.sentence}
 
 
-class Verification(str, Enum):
+class Verification(StrEnum):
     VERIFIED = "VERIFIED"
     UNVERIFIED = "UNVERIFIED"
 
 
-class KeyState(str, Enum):
+class KeyState(StrEnum):
     FRESH = "fresh"
     STALE = "stale"
 

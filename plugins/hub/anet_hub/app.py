@@ -6,7 +6,7 @@ HTTP (all JSON, all public: the directory is signed by its authors, not secret):
     GET /v1/hub             the hub's AID, key history, limits and signed official list
     GET /v1/agents          search: ?skill=&tag=&q=&cursor=&limit=
     GET /v1/agents/{aid}    one directory entry
-    GET /v1/ws              the nodes' WebSocket (frames: anet_core.hub.frames)
+    GET /v1/ws              the nodes' WebSocket (frames: anet_core.protocol.frames)
 """
 
 from __future__ import annotations
@@ -25,19 +25,19 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from pydantic import ValidationError
 
-from anet_core.hub.directory import Directory, authority
-from anet_core.hub.frames import (
+from anet_core.api import AID_REGEX, Identity
+from anet_core.protocol.frames import (
     MAX_SEARCH_LIMIT,
     PROTOCOL_VERSION,
     WS_PATH,
     Refusal,
     SearchFrame,
 )
-from anet_core.hub.relay import MAX_QUEUE_TTL_S, Relay, RelayLimits
-from anet_core.hub.session import Session
-from anet_core.hub.sqlite import SqliteHubStorage
-from anet_core.hub.storage import HubStorage, StorageError
-from anet_core.identity import AID_REGEX, Identity
+from anet_hub.directory import Directory, authority
+from anet_hub.relay import MAX_QUEUE_TTL_S, Relay, RelayLimits
+from anet_hub.session import Session
+from anet_hub.sqlite import SqliteHubStorage
+from anet_hub.storage import HubStorage, StorageError
 
 log = logging.getLogger("anet.hub")
 

@@ -16,16 +16,16 @@ import logging
 import time
 from dataclasses import replace
 
-from anet_core.canonical import b64u, canonical_json
-from anet_core.hub.documents import (
+from anet_core.identity import HistoryError, VerifiedHistory, verify_history
+from anet_core.link.contract import KeyState, PeerInfo, Verification
+from anet_core.protocol.documents import (
     DirectoryDocError,
     OfficialList,
     verify_card,
     verify_official_list,
 )
-from anet_core.hub.frames import DirectoryEntry
-from anet_core.identity import HistoryError, VerifiedHistory, verify_history
-from anet_core.network import KeyState, PeerInfo, Verification
+from anet_core.protocol.frames import DirectoryEntry
+from anet_core.util.canonical import b64u, canonical_json
 
 log = logging.getLogger("anet.hub.peers")
 

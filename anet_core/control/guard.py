@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from anet_core.fsutil import write_private
+from anet_core.util.fsutil import write_private
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

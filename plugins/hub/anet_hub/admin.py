@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from anet_core.errors import AnetError
-from anet_core.hub.documents import sign_official_list
-from anet_core.hub.sqlite import SqliteHubStorage
-from anet_core.hub.storage import AgentRecord, StorageError
-from anet_core.identity import Identity, is_aid
+from anet_core.api import AnetError, Identity, is_aid
+from anet_core.protocol.documents import sign_official_list
+from anet_hub.sqlite import SqliteHubStorage
+from anet_hub.storage import AgentRecord, StorageError
 
 T = TypeVar("T")
 

@@ -17,9 +17,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from anet_core.canonical import canonical_json
 from anet_core.identity import AID_REGEX
 from anet_core.identity.history import MAX_HISTORY_LENGTH
+from anet_core.util.canonical import canonical_json
 
 PROTOCOL_VERSION = 1
 

@@ -1,0 +1,127 @@
+"""The surface a module of anet is written against: everything here, and nothing else of the core.
+
+A module (``plugins/*`` in this repository, or a third-party distribution with an entry point in
+``anet.modules``) imports from this module, from ``anet_core.wire`` (the A2A 1.0 wire models)
+and from ``anet_core.protocol`` (what node and hub exchange, docs/protocol.md). A test in
+``tests/core/test_architecture.py`` fails when a module in ``plugins/`` imports anything else
+of the core. docs/plugins.md explains each name.
+"""
+
+from __future__ import annotations
+
+from anet_core import hookimpl
+from anet_core.cli.context import CliContext
+from anet_core.config import Config, read_raw, write_config
+from anet_core.control.guard import LoopbackGuard, TokenFile, bind_loopback
+from anet_core.daemon import configure_logging, running_pid
+from anet_core.doctor import CheckContext
+from anet_core.errors import AnetError
+from anet_core.identity import (
+    AID_REGEX,
+    HistoryError,
+    Identity,
+    VerifiedHistory,
+    is_aid,
+    verify_history,
+    verify_signature,
+)
+from anet_core.link.contract import HubError, KeyState, PeerInfo, SearchQuery, Verification
+from anet_core.node import NODE_KEY, Listener, Node, NodeKey
+from anet_core.protocol.tasks import MESSAGE_REPLY
+from anet_core.records import (
+    BackendError,
+    BackendKind,
+    BackendStage,
+    BackendTarget,
+    CardExtension,
+    CheckResult,
+    CheckStatus,
+    CliCommand,
+    ConfigBlock,
+    ControlRoutes,
+    DoctorCheck,
+    InboundTask,
+    Lifespan,
+    PolicyVeto,
+    SkillSource,
+    TaskClaim,
+)
+from anet_core.settings import DataPaths
+from anet_core.tasks import Reason, TaskError, TaskLayer, TaskSubscription
+from anet_core.util.canonical import b64u, canonical_json, unb64u
+from anet_core.util.durations import GoDuration, parse_duration
+from anet_core.util.fsutil import write_atomic, write_private
+from anet_core.util.procnet import (
+    PROC,
+    WILDCARDS,
+    command_of,
+    holders,
+    listening_sockets,
+    normal_address,
+)
+
+__all__ = [
+    "AID_REGEX",
+    "MESSAGE_REPLY",
+    "NODE_KEY",
+    "PROC",
+    "WILDCARDS",
+    "AnetError",
+    "BackendError",
+    "BackendKind",
+    "BackendStage",
+    "BackendTarget",
+    "CardExtension",
+    "CheckContext",
+    "CheckResult",
+    "CheckStatus",
+    "CliCommand",
+    "CliContext",
+    "Config",
+    "ConfigBlock",
+    "ControlRoutes",
+    "DataPaths",
+    "DoctorCheck",
+    "GoDuration",
+    "HistoryError",
+    "HubError",
+    "Identity",
+    "InboundTask",
+    "KeyState",
+    "Lifespan",
+    "Listener",
+    "LoopbackGuard",
+    "Node",
+    "NodeKey",
+    "PeerInfo",
+    "PolicyVeto",
+    "Reason",
+    "SearchQuery",
+    "SkillSource",
+    "TaskClaim",
+    "TaskError",
+    "TaskLayer",
+    "TaskSubscription",
+    "TokenFile",
+    "Verification",
+    "VerifiedHistory",
+    "b64u",
+    "bind_loopback",
+    "canonical_json",
+    "command_of",
+    "configure_logging",
+    "hookimpl",
+    "holders",
+    "is_aid",
+    "listening_sockets",
+    "normal_address",
+    "parse_duration",
+    "read_raw",
+    "running_pid",
+    "unb64u",
+    "verify_history",
+    "verify_signature",
+    "write_atomic",
+    "write_config",
+    "write_private",
+]

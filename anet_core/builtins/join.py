@@ -1,0 +1,111 @@
+"""The node's side of its home hub: ``anet join``, the ``/hub/`` control routes and the
+``hub-connection`` doctor check."""
+
+from __future__ import annotations
+
+import argparse
+
+from aiohttp import web
+
+from anet_core import hookimpl
+from anet_core.cli.context import CliContext
+from anet_core.config import read_raw, write_config
+from anet_core.daemon import running_pid
+from anet_core.doctor import CheckContext
+from anet_core.errors import AnetError
+from anet_core.node import NODE_KEY, Node
+from anet_core.records import CheckResult, CheckStatus, CliCommand, ControlRoutes, DoctorCheck
+
+# -- anet join ------------------------------------------------------------------------------------
+
+
+def _run_join(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.link.client import normalize_hub_url, pin_path
+
+    try:
+        url = normalize_hub_url(args.url)
+    except ValueError as error:
+        raise AnetError("hub-bad-url", str(error)) from None
+    raw = read_raw(ctx.paths.config)
+    raw.setdefault("hub", {})["url"] = url
+    write_config(ctx.paths.config, raw)
+    # Joining is the operator's explicit trust decision: the hub met next is pinned afresh.
+    pin_path(ctx.paths.root).unlink(missing_ok=True)
+    print(f"Recorded {url} as this node's home hub in {ctx.paths.config}.")
+    if running_pid(ctx.paths) is None:
+        print("Start the node with `anet up`; it registers at the hub then.")
+        return 0
+    status = ctx.daemon.post("/hub/join", {"url": url})
+    print(status["sentence"])
+    return 0
+
+
+@hookimpl
+def anet_cli_commands() -> list[CliCommand]:
+    return [
+        CliCommand("join", "make a hub this node's home hub and register there",
+                   configure=lambda parser: parser.add_argument(
+                       "url", help="the hub's URL, e.g. ws://hub.example.org:8765"),
+                   run=_run_join, module="core"),
+    ]
+
+
+# -- control routes -------------------------------------------------------------------------------
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/status")
+async def hub_status(request: web.Request) -> web.Response:
+    return web.json_response(request.config_dict[NODE_KEY].hub.status.as_dict())
+
+
+@routes.post("/join")
+async def hub_join(request: web.Request) -> web.Response:
+    from anet_core.link.client import HubClient
+
+    node = request.config_dict[NODE_KEY]
+    body = await request.json()
+    url = body.get("url") if isinstance(body, dict) else None
+    if not isinstance(url, str) or not isinstance(node.hub, HubClient):
+        return web.json_response({"error": "hub-bad-request",
+                                  "message": "POST /hub/join takes {\"url\": \"ws://...\"}"},
+                                 status=400)
+    try:
+        status = await node.hub.rejoin(url)
+    except ValueError as error:
+        return web.json_response({"error": "hub-bad-url", "message": str(error)}, status=400)
+    return web.json_response(status.as_dict())
+
+
+@hookimpl
+def anet_routes(node: Node) -> list[ControlRoutes]:
+    return [ControlRoutes(module="hub", routes=list(routes))]
+
+
+# -- doctor ---------------------------------------------------------------------------------------
+
+
+async def hub_connection(ctx: CheckContext) -> CheckResult:
+    status = ctx.daemon_status()
+    if status is None:
+        return CheckResult(CheckStatus.SKIP, "the daemon is not running",
+                           hint="start it with `anet up`")
+    hub = status.get("hub") or {}
+    state, text = hub.get("state"), hub.get("sentence", "the daemon reports no hub link")
+    if state == "registered":
+        return CheckResult(CheckStatus.OK, text)
+    if state == "not-joined":
+        return CheckResult(CheckStatus.WARN, text, hint="run `anet join <hub-url>`")
+    if state == "pending":
+        return CheckResult(CheckStatus.WARN, text,
+                           hint=f"ask the hub operator to run `anet hub approve {status['aid']}`")
+    return CheckResult(CheckStatus.FAIL, text,
+                       hint="check the URL in config.json (hub.url) and the network; "
+                            "the daemon's log says why the hub is unreachable")
+
+
+@hookimpl
+def anet_doctor_checks() -> list[DoctorCheck]:
+    return [DoctorCheck("hub-connection", "core", "the node is registered at its home hub",
+                        hub_connection)]
