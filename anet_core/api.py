@@ -27,8 +27,10 @@ from anet_core.identity import (
 )
 from anet_core.link.contract import HubError, KeyState, PeerInfo, SearchQuery, Verification
 from anet_core.node import NODE_KEY, Listener, Node, NodeKey
-from anet_core.protocol.tasks import MESSAGE_REPLY
+from anet_core.plugins import Plugins
+from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
 from anet_core.records import (
+    ArtifactLike,
     BackendError,
     BackendKind,
     BackendStage,
@@ -42,12 +44,14 @@ from anet_core.records import (
     DoctorCheck,
     InboundTask,
     Lifespan,
+    MessageLike,
     PolicyVeto,
+    Responder,
     SkillSource,
     TaskClaim,
 )
 from anet_core.settings import DataPaths
-from anet_core.tasks import Reason, TaskError, TaskLayer, TaskSubscription
+from anet_core.tasks import InboundPolicy, Reason, TaskError, TaskLayer, TaskSubscription
 from anet_core.util.canonical import b64u, canonical_json, unb64u
 from anet_core.util.durations import GoDuration, parse_duration
 from anet_core.util.fsutil import write_atomic, write_private
@@ -62,11 +66,12 @@ from anet_core.util.procnet import (
 
 __all__ = [
     "AID_REGEX",
-    "MESSAGE_REPLY",
+    "METADATA_PREFIX",
     "NODE_KEY",
     "PROC",
     "WILDCARDS",
     "AnetError",
+    "ArtifactLike",
     "BackendError",
     "BackendKind",
     "BackendStage",
@@ -86,21 +91,26 @@ __all__ = [
     "HistoryError",
     "HubError",
     "Identity",
+    "InboundPolicy",
     "InboundTask",
     "KeyState",
     "Lifespan",
     "Listener",
     "LoopbackGuard",
+    "MessageLike",
     "Node",
     "NodeKey",
     "PeerInfo",
+    "Plugins",
     "PolicyVeto",
     "Reason",
+    "Responder",
     "SearchQuery",
     "SkillSource",
     "TaskClaim",
     "TaskError",
     "TaskLayer",
+    "TaskMetadata",
     "TaskSubscription",
     "TokenFile",
     "Verification",
@@ -110,8 +120,8 @@ __all__ = [
     "canonical_json",
     "command_of",
     "configure_logging",
-    "hookimpl",
     "holders",
+    "hookimpl",
     "is_aid",
     "listening_sockets",
     "normal_address",

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from anet_core.errors import AnetError
-from anet_core.plugins import KNOWN_MODULES, Plugins, install_command
 from anet_core.records import ConfigBlock
 from anet_core.util.durations import GoDuration
 from anet_core.util.fsutil import write_atomic
+
+if TYPE_CHECKING:
+    from anet_core.plugins import Plugins
 
 Block = TypeVar("Block", bound=BaseModel)
 
@@ -111,13 +113,18 @@ def read_raw(path: Path) -> dict[str, Any]:
 
 def load_config(path: Path, plugins: Plugins) -> Config:
     """Read and validate config.json against the core model and every module's block model."""
-    return validate_config(path, read_raw(path), plugins.collect("anet_config_blocks"),
-                           failed=plugins.failures)
+    blocks = plugins.collect("anet_config_blocks",
+                             unique=lambda block: [f"the config block modules.{block.module}"])
+    return validate_config(path, read_raw(path), blocks, failed=plugins.failures,
+                           installable=plugins.install_commands())
 
 
 def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBlock], *,
-                    failed: Iterable[str] = ()) -> Config:
-    models = _block_models(blocks)
+                    failed: Iterable[str] = (), installable: Mapping[str, str] = {}) -> Config:
+    """Validate ``raw`` against the core model and ``blocks``. ``failed`` names the modules that
+    failed to load; ``installable`` gives the command that installs a module by its name, for a
+    block whose module is not installed."""
+    models = {block.module: block for block in blocks}
     try:
         parsed = ConfigFile.model_validate(raw)
     except ValidationError as error:
@@ -128,10 +135,10 @@ def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBloc
             raise AnetError("config-module-broken",
                             f"{path}: modules.{name}: the module {name} failed to load",
                             hint="run `anet doctor` to see why")
-        if name in KNOWN_MODULES:
+        if name in installable:
             raise AnetError("config-module-not-installed",
                             f"{path}: modules.{name}: the module {name} is not installed",
-                            hint=f"install it with: {install_command(name)}")
+                            hint=f"install it with: {installable[name]}")
         raise AnetError("config-module-unknown",
                         f"{path}: modules.{name}: no installed module is called {name!r}",
                         hint="installed modules: " + (", ".join(sorted(models)) or "none"))
@@ -142,16 +149,6 @@ def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBloc
         except ValidationError as error:
             raise _invalid(path, error, prefix=("modules", name)) from None
     return Config(path=path, node=parsed.node, hub=parsed.hub, blocks=validated)
-
-
-def _block_models(blocks: Iterable[ConfigBlock]) -> dict[str, ConfigBlock]:
-    models: dict[str, ConfigBlock] = {}
-    for block in blocks:
-        if block.module in models:
-            raise AnetError("config-block-duplicate",
-                            f"two modules declare the config block modules.{block.module}")
-        models[block.module] = block
-    return models
 
 
 def _gather_borrowed_keys(path: Path, modules: dict[str, dict[str, Any]],

@@ -50,15 +50,9 @@ class Outcome:
 
 
 def all_checks(plugins: Plugins, config: Config | None = None) -> list[DoctorCheck]:
-    checks: dict[str, DoctorCheck] = {}
-    for check in plugins.collect("anet_doctor_checks", config=config):
-        if check.name in checks:
-            raise AnetError("doctor-check-duplicate",
-                            f"the modules {checks[check.name].module} and {check.module} both "
-                            f"declare the doctor check {check.name}")
-        checks[check.name] = check
-    return sorted(checks.values(), key=lambda check: (check.module != "core", check.module,
-                                                      check.name))
+    checks = plugins.collect("anet_doctor_checks", config=config,
+                             unique=lambda check: [f"the doctor check {check.name}"])
+    return sorted(checks, key=lambda check: (check.module != "core", check.module, check.name))
 
 
 def select(checks: list[DoctorCheck], names: Iterable[str]) -> list[DoctorCheck]:

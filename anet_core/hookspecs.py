@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         SkillSource,
         TaskClaim,
     )
+    from anet_core.tasks.policy import InboundPolicy
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 
@@ -71,7 +72,7 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
                 task = asyncio.create_task(tick_forever(node))
                 yield
                 task.cancel()
-            return [Lifespan(name="greeter-ticker", open=ticker, module="core")]
+            return [Lifespan(name="greeter-ticker", open=ticker, module="greeter")]
     """
 
 
@@ -139,7 +140,7 @@ def anet_cli_commands() -> list[CliCommand]:
         def anet_cli_commands():
             return [CliCommand(name="hello", help="say hello",
                                configure=lambda p: p.add_argument("who"), run=run_hello,
-                               module="core")]
+                               module="greeter")]
     """
 
 
@@ -149,10 +150,12 @@ def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
 
     Called by the task layer for each new task the inbound policy does not refuse outright, in
     hook order; stops at the first non-None result. Return a :class:`TaskClaim` to serve the
-    task, or None to leave it to the next module. When no module claims it, the task waits in
-    the operator's inbox (``anet inbox``), except a task of a peer that is not on the trust list
-    (``task.trusted`` False) under the policy ``trusted``: it is rejected (``not_trusted``). So
-    claim an untrusted peer's task only when serving strangers is safe. Also called with the
+    task, or None to leave it to the next module; the core awaits ``claim.serve(task,
+    responder)`` with a :class:`~anet_core.records.Responder` of the task layer. When no module
+    claims it, the task waits in the operator's inbox (``anet inbox``), except a task of a peer
+    that is not on the trust list (``task.trusted`` False) under the policy ``trusted``: it is
+    rejected (``not_trusted``). So claim an untrusted peer's task only when serving strangers is
+    safe. Also called with the
     requester's answer (``task.continued``) on a task waiting for input whose module stopped
     serving it when the daemon restarted; unclaimed, that answer goes to the inbox.
 
@@ -216,13 +219,14 @@ def anet_backend_kinds() -> list[BackendKind]:
 
         @hookimpl
         def anet_backend_kinds():
-            return [BackendKind(name="echo", schemes=("echo",), open=open_echo, module="core")]
+            return [BackendKind(name="echo", schemes=("echo",), open=open_echo, module="echo")]
     """
 
 
 @hookspec
-def anet_policy_veto(node: Node, policy: str) -> PolicyVeto | None:
-    """Refuse an inbound policy (``closed``, ``trusted`` or ``open``) the module cannot live with.
+def anet_policy_veto(node: Node, policy: InboundPolicy) -> PolicyVeto | None:
+    """Refuse an inbound policy (``InboundPolicy.CLOSED``, ``TRUSTED`` or ``OPEN``) the module
+    cannot live with.
 
     Called by the task layer before ``anet policy set`` changes the policy; every module is
     asked, and any :class:`PolicyVeto` keeps the old policy and is shown to the operator (its
@@ -234,7 +238,7 @@ def anet_policy_veto(node: Node, policy: str) -> PolicyVeto | None:
 
         @hookimpl
         def anet_policy_veto(node, policy):
-            if policy == "open" and node.config.module("greeter").strangers_welcome:
+            if policy is InboundPolicy.OPEN and node.config.module("greeter").strangers_welcome:
                 return PolicyVeto(module="greeter",
                                   reason="modules.greeter.strangers_welcome is set",
                                   hint="unset it, or keep the policy trusted")

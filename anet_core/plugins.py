@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pluggy
 from importlib_metadata import EntryPoint, entry_points
 
 from anet_core import PROJECT, hookspecs
+from anet_core.errors import AnetError
 
 ENTRY_POINT_GROUP = f"{PROJECT}.modules"
 
@@ -86,10 +88,36 @@ class Plugins:
             "disabled": sorted(self.disabled),
         }
 
-    def collect(self, hook_name: str, **kwargs: object) -> list:
-        """Call a list-returning hook and flatten the lists, in hook order."""
+    def collect(self, hook_name: str, /, *, unique: Callable[[Any], Iterable[str]] | None = None,
+                **kwargs: object) -> list:
+        """Call a list-returning hook with ``kwargs`` and flatten the lists, in hook order.
+
+        ``unique(record)`` names what a record claims, as the error shows it ("the command
+        `anet hello`"); two records claiming one thing are refused with an error that names
+        both modules (every record names its ``module``).
+        """
         results = getattr(self.pm.hook, hook_name)(**kwargs)
-        return [record for result in results if result for record in result]
+        records = [record for result in results if result for record in result]
+        if unique is not None:
+            claimed: dict[str, Any] = {}
+            for record in records:
+                for claim in unique(record):
+                    if claim in claimed:
+                        raise _duplicate(hook_name, claim, claimed[claim].module, record.module)
+                    claimed[claim] = record
+        return records
+
+    def install_commands(self) -> dict[str, str]:
+        """The command that installs each module this project publishes, by module name."""
+        return {name: install_command(name) for name in KNOWN_MODULES}
+
+
+def _duplicate(hook_name: str, claim: str, first: str, second: str) -> AnetError:
+    who = (f"the module {first} declares {claim} twice" if first == second
+           else f"the modules {first} and {second} both declare {claim}")
+    return AnetError(f"{hook_name.removeprefix(f'{PROJECT}_').replace('_', '-')}-duplicate", who,
+                     hint="uninstall one of these modules, or leave it out with "
+                          "ANET_DISABLE_MODULES")
 
 
 def make_plugins(*, load_entry_points: bool = True, disabled: Iterable[str] = (),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 from pydantic import BaseModel
+
+from anet_core.wire import AgentExtension
 
 if TYPE_CHECKING:
     from anet_core.cli.context import CliContext
@@ -128,16 +131,79 @@ class InboundTask:
     ``metadata``), unchanged; None when it sent none."""
 
 
+MessageLike = str | dict[str, Any]
+"""A message a module sends through the :class:`Responder`: text, or an A2A Message in wire JSON
+(role ROLE_AGENT; the responder fills in the ids and the task's contextId and taskId)."""
+ArtifactLike = str | dict[str, Any]
+"""An artifact: text (a one-part artifact), or an A2A Artifact in wire JSON."""
+
+
+class Responder(Protocol):
+    """The answering end of one inbound task, what a :class:`TaskClaim`'s ``serve`` receives.
+
+    Every call is persisted and queued for the requester before it returns. Once the task has
+    ended (answered here, or canceled by the requester), further calls are ignored, so a module
+    never races the requester's cancel; ``cancelled`` tells it to stop working. The task layer's
+    implementation is ``anet_core.tasks.responder.TaskResponder``.
+    """
+
+    task: InboundTask
+    """The task being served."""
+    cancelled: asyncio.Event
+    """Set when the requester canceled the task: stop working; calls are ignored now."""
+    request_metadata: dict[str, Any]
+    """The request-level metadata (SendMessage ``metadata``) that came with the message being
+    served: the first message's, then that of each :meth:`next_message`."""
+
+    @property
+    def ended(self) -> bool:
+        """True once the task reached a terminal state (by this responder or by a cancel)."""
+
+    async def working(self, message: MessageLike | None = None) -> None:
+        """The task is being worked on; ``message`` is an optional progress note."""
+
+    async def artifact(self, artifact: ArtifactLike, *, append: bool = False,
+                       last_chunk: bool = True) -> None:
+        """Send an artifact now (or, with ``append``, more parts of one already sent)."""
+
+    async def input_required(self, message: MessageLike) -> None:
+        """Ask the requester a question; :meth:`next_message` waits for the answer."""
+
+    async def next_message(self) -> dict[str, Any]:
+        """The requester's next message on this task (A2A Message wire JSON); its request-level
+        metadata is then in ``request_metadata``."""
+
+    async def complete(self, message: MessageLike | None = None,
+                       artifacts: Iterable[ArtifactLike] = ()) -> None:
+        """End the task successfully. ``artifacts`` join those already sent."""
+
+    async def reply_message(self, message: MessageLike) -> None:
+        """End the task with ``message`` as the whole answer: the agent answered with a Message,
+        not a Task (A2A). The requester's client gets that Message; the task completes with it
+        as its status message and no artifacts (``task.update`` ``messageReply``)."""
+
+    async def fail(self, reason: str, message: MessageLike | None = None) -> None:
+        """End the task as failed; ``reason`` (one line, no secrets) is shown to the requester
+        when no ``message`` is given (anet.reason ``provider_failed``)."""
+
+    async def reject(self, reason: str, message: MessageLike | None = None) -> None:
+        """Refuse the task (anet.reason ``rejected_by_provider``)."""
+
+    async def to_inbox(self, reason: str) -> None:
+        """Give the task up: it waits in the operator's inbox (``queued_for_operator``) and
+        this responder ends. ``reason`` (one line, no secrets) goes to the log."""
+
+
 @dataclass(frozen=True)
 class TaskClaim:
     """A module's claim on an inbound task: the core awaits ``serve`` to have it served.
 
-    ``serve`` receives the task and a responder of the task layer through which it reports
-    progress, artifacts and the final answer.
+    ``serve`` receives the task and the :class:`Responder` through which it reports progress,
+    artifacts and the final answer.
     """
 
     module: str
-    serve: Callable[[InboundTask, Any], Awaitable[None]]
+    serve: Callable[[InboundTask, Responder], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -176,6 +242,11 @@ class CardExtension:
     description: str = ""
     required: bool = False
     params: dict[str, Any] | None = None
+
+    def as_agent_extension(self) -> AgentExtension:
+        """The extension as the card declares it (``capabilities.extensions``)."""
+        return AgentExtension(uri=self.uri, description=self.description,
+                              required=self.required, params=self.params)
 
 
 @dataclass(frozen=True)

@@ -36,14 +36,6 @@ class TaskRole(StrEnum):
     PROVIDER = "provider"
 
 
-class InboundPolicy(StrEnum):
-    """Who may send tasks to this node: nobody, peers on the trust list (default), anyone."""
-
-    CLOSED = "closed"
-    TRUSTED = "trusted"
-    OPEN = "open"
-
-
 MIGRATIONS: tuple[str, ...] = (
     # version 1
     """
@@ -130,7 +122,6 @@ MIGRATIONS: tuple[str, ...] = (
 
 SCHEMA_VERSION = len(MIGRATIONS)
 POLICY_KEY = "inbound_policy"
-DEFAULT_POLICY = InboundPolicy.TRUSTED
 
 
 @dataclass
@@ -425,14 +416,16 @@ class Store:
                 self._db.execute("SELECT aid, added_at FROM trust ORDER BY added_at, aid")]
 
     @property
-    def inbound_policy(self) -> InboundPolicy:
+    def inbound_policy(self) -> str | None:
+        """The inbound policy set last (``anet_core.tasks.policy`` says what it means), None
+        before any was set."""
         row = self._db.execute("SELECT value FROM settings WHERE key = ?",
                                (POLICY_KEY,)).fetchone()
-        return DEFAULT_POLICY if row is None else InboundPolicy(row[0])
+        return None if row is None else row[0]
 
-    def set_inbound_policy(self, policy: InboundPolicy) -> None:
+    def set_inbound_policy(self, policy: str) -> None:
         self._db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key)"
-                         " DO UPDATE SET value = excluded.value", (POLICY_KEY, policy.value))
+                         " DO UPDATE SET value = excluded.value", (POLICY_KEY, str(policy)))
 
     # --- inbox -----------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from anet_core.daemon import running_pid
 from anet_core.errors import AnetError
 from anet_core.evidence import chain_path, verify
 from anet_core.identity import Identity, is_aid
+from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
 from anet_core.records import CliCommand
 from anet_core.wire import TaskState
 
@@ -44,7 +45,7 @@ def _state(task: dict[str, Any]) -> str:
 
 
 def _print_task_line(task: dict[str, Any], peer: str) -> None:
-    reason = task.get("metadata", {}).get("anet.reason")
+    reason = task.get("metadata", {}).get(TaskMetadata.REASON)
     print(f"{task['id']}  {_state(task):<14} {peer}  {_text_of(task)[:60]}"
           + (f"  ({reason})" if reason else ""))
 
@@ -53,8 +54,8 @@ def _print_task(task: dict[str, Any]) -> None:
     metadata = task.get("metadata", {})
     rows = [("task", task["id"]), ("role", task.get("role", "")), ("agent", task.get("peer", "")),
             ("state", _state(task)), ("context", task.get("contextId", ""))]
-    rows += [(key.removeprefix("anet."), str(value)) for key, value in sorted(metadata.items())
-             if key.startswith("anet.")]
+    rows += [(key.removeprefix(METADATA_PREFIX), str(value))
+             for key, value in sorted(metadata.items()) if key.startswith(METADATA_PREFIX)]
     for label, value in rows:
         if value:
             print(f"  {label:<16} {value}")

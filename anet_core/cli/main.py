@@ -58,13 +58,14 @@ def build_parser(commands: Sequence[CliCommand]) -> argparse.ArgumentParser:
 
 
 def _commands(ctx: CliContext) -> list[CliCommand]:
-    commands: dict[str, CliCommand] = {}
-    for command in ctx.plugins.collect("anet_cli_commands"):
-        if command.name in commands:
-            raise AnetError("cli-command-duplicate",
-                            f"two modules add the command `anet {command.name}`")
-        commands[command.name] = command
-    return list(commands.values())
+    return ctx.plugins.collect("anet_cli_commands", unique=_invocations)
+
+
+def _invocations(command: CliCommand) -> list[str]:
+    """How a command is called: its name, and each alias in place of its last word."""
+    *group, last = command.name.split()
+    return [f"the command `anet {' '.join([*group, word])}`"
+            for word in (last, *command.aliases)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,6 @@ from aiohttp import web
 
 from anet_core.control.guard import LoopbackGuard, TokenFile, bind_loopback
 from anet_core.node import NODE_KEY, Listener, Node
-from anet_core.records import ControlRoutes
 from anet_core.util.fsutil import write_atomic
 
 CONTROL_REALM = "anet-control"
@@ -22,11 +21,8 @@ def build_app(node: Node, port: int, token: TokenFile) -> web.Application:
     guard = LoopbackGuard(port=port, token=token.current, realm=CONTROL_REALM)
     app = web.Application(middlewares=[guard.middleware()])
     app[NODE_KEY] = node
-    mounted: dict[str, ControlRoutes] = {}
-    for group in node.plugins.collect("anet_routes", node=node):
-        if group.module in mounted:
-            raise RuntimeError(f"two plugins add control routes for the module {group.module}")
-        mounted[group.module] = group
+    for group in node.plugins.collect("anet_routes", node=node,
+                                      unique=lambda group: [f"the routes /{group.module}/"]):
         sub = web.Application()
         sub.add_routes(group.routes)
         app.add_subapp(f"/{group.module}/", sub)

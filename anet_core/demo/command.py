@@ -18,6 +18,7 @@ from anet_core.demo.network import DemoNode, EmbeddedNetwork, text_agent_root
 from anet_core.demo.progress import Progress
 from anet_core.errors import AnetError
 from anet_core.plugins import install_command
+from anet_core.protocol.tasks import TaskMetadata
 
 NEEDED_MODULES = ("a2a", "backends")
 WRAP_WIDTH = 96
@@ -154,7 +155,7 @@ async def _round_trip(network: EmbeddedNetwork, progress: Progress, alice: DemoN
                        f"{arrow} back")
     state = task["status"]["state"]
     if state != "TASK_STATE_COMPLETED":
-        reason = task.get("metadata", {}).get("anet.reason", "")
+        reason = task.get("metadata", {}).get(TaskMetadata.REASON, "")
         raise AnetError("demo-task-not-completed",
                         f"the task ended {state.removeprefix('TASK_STATE_').lower()}"
                         + (f" ({reason})" if reason else ""),
@@ -176,7 +177,7 @@ def _reply_text(task: dict[str, Any]) -> str:
 
 def _print_task(progress: Progress, task: dict[str, Any], text: str) -> None:
     metadata = task.get("metadata", {})
-    receipt = "verified" if metadata.get("anet.receipt_verified") else "not verified"
+    receipt = "verified" if metadata.get(TaskMetadata.RECEIPT_VERIFIED) else "not verified"
     progress.line(f"\nTask {task['id']}: completed, bob's signed receipt {receipt}.")
     progress.line(_labelled("alice asked:", text))
     progress.line(_labelled("bob replied:", _reply_text(task)))

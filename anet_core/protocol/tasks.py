@@ -42,8 +42,29 @@ class Reason(StrEnum):
     INVALID_MESSAGE = "invalid_message"
 
 
-MESSAGE_REPLY = "anet.message_reply"
-"""Task metadata (requester side): true when the agent answered with a Message, not a Task."""
+METADATA_PREFIX = "anet."
+"""Every A2A metadata key anet writes starts with it; a client's keys with it are replaced."""
+
+
+class TaskMetadata(StrEnum):
+    """The ``anet.*`` keys anet writes in A2A metadata (docs/protocol.md, "Task metadata")."""
+
+    STATE_SEQ = "anet.state_seq"
+    """On a task (requester side): the ``stateSeq`` of the last provider update applied."""
+    RECEIPT_VERIFIED = "anet.receipt_verified"
+    """On a task (requester side): the provider's receipt verified and matches the result."""
+    REASON = "anet.reason"
+    """On a task, an update or an A2A error: why it was refused, failed or waits (a
+    :class:`Reason`, or the reference of a task-layer error)."""
+    EFFECT_STATUS = "anet.effect_status"
+    """On a task (requester side): whether the remote agent can have acted (an
+    :class:`EffectStatus`)."""
+    MESSAGE_REPLY = "anet.message_reply"
+    """On a task (requester side): true when the agent answered with a Message, not a Task."""
+    PEER_AID = "anet.peer_aid"
+    """On what the backends module forwards to a backend: the requester's AID."""
+    TRUSTED = "anet.trusted"
+    """On what the backends module forwards to a backend: the requester is on the trust list."""
 
 
 class EffectStatus(StrEnum):

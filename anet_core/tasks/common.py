@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from anet_core.errors import AnetError
-from anet_core.protocol.tasks import EffectStatus, Reason
+from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
 from anet_core.tasks.events import TaskEvents
 from anet_core.wire import TaskState, format_timestamp
 
@@ -19,11 +19,6 @@ if TYPE_CHECKING:
     from anet_core.evidence import EvidenceChain
 
 log = logging.getLogger("anet.tasks")
-
-STATE_SEQ = "anet.state_seq"
-RECEIPT_VERIFIED = "anet.receipt_verified"
-REASON = "anet.reason"
-EFFECT_STATUS = "anet.effect_status"
 
 
 class TaskError(AnetError):
@@ -73,20 +68,20 @@ def set_meta(task: dict[str, Any], *, reason: Reason | None | bool = False,
     """Set the anet.* metadata keys given; ``reason=None`` removes anet.reason."""
     metadata = task.setdefault("metadata", {})
     if reason is None:
-        metadata.pop(REASON, None)
+        metadata.pop(TaskMetadata.REASON, None)
     elif reason is not False:
-        metadata[REASON] = Reason(reason).value
+        metadata[TaskMetadata.REASON] = Reason(reason).value
     if effect is not None:
-        metadata[EFFECT_STATUS] = effect.value
+        metadata[TaskMetadata.EFFECT_STATUS] = effect.value
     if state_seq is not None:
-        metadata[STATE_SEQ] = state_seq
+        metadata[TaskMetadata.STATE_SEQ] = state_seq
     if receipt_verified is not None:
-        metadata[RECEIPT_VERIFIED] = receipt_verified
+        metadata[TaskMetadata.RECEIPT_VERIFIED] = receipt_verified
 
 
 def anet_metadata(task: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in task.get("metadata", {}).items()
-            if key.startswith("anet.")}
+            if key.startswith(METADATA_PREFIX)}
 
 
 def status_event(task: dict[str, Any]) -> dict[str, Any]:

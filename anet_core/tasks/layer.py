@@ -11,12 +11,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from anet_core.identity import check_aid
-from anet_core.records import PolicyVeto
-from anet_core.store import InboundPolicy, Store
+from anet_core.store import Store
 from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.inbound import EnvelopeReceiver
 from anet_core.tasks.outbox import Outbox
+from anet_core.tasks.policy import InboundPolicy, policy_in, policy_refused, vetoes
 from anet_core.tasks.provider import Provider
 from anet_core.tasks.requester import Requester
 from anet_core.wire import TaskState
@@ -79,7 +79,7 @@ class TaskLayer:
 
     @property
     def policy(self) -> InboundPolicy:
-        return self._store.inbound_policy
+        return policy_in(self._store)
 
     def set_policy(self, policy: InboundPolicy | str) -> InboundPolicy:
         try:
@@ -87,28 +87,14 @@ class TaskLayer:
         except ValueError:
             raise TaskError("invalid-params", f"{policy!r} is not an inbound policy",
                             hint="use closed, trusted or open") from None
-        vetoes = self._vetoes(chosen)
-        if vetoes:
-            raise _policy_refused(chosen, vetoes, hint=next(
-                (veto.hint for veto in vetoes if veto.hint), "keep the current policy"))
+        refusals = vetoes(self._node.plugins.hook, self._node, chosen)
+        if refusals:
+            raise policy_refused(chosen, refusals, hint=next(
+                (veto.hint for veto in refusals if veto.hint), "keep the current policy"))
         with self._store.transaction():
             self._store.set_inbound_policy(chosen)
         log.info("inbound policy set to %s", chosen.value)
         return chosen
-
-    def _vetoes(self, policy: InboundPolicy) -> list[PolicyVeto]:
-        """What the modules object to ``policy`` (``anet_policy_veto``). A failing check vetoes
-        ``open``, so a broken module cannot open the node by accident; the stricter policies
-        stay possible (logged)."""
-        try:
-            return [veto for veto in self._node.plugins.hook.anet_policy_veto(
-                node=self._node, policy=policy.value) if veto is not None]
-        except Exception as error:
-            log.exception("anet_policy_veto failed for policy %s", policy.value)
-            if policy is not InboundPolicy.OPEN:
-                return []
-            return [PolicyVeto(module="?", reason=f"a module's check failed: "
-                                                  f"{type(error).__name__}: {error}")]
 
     def trust(self, aid: str) -> bool:
         with self._store.transaction():
@@ -127,9 +113,9 @@ class TaskLayer:
         """Recover what a stop interrupted, start the loops, and (unless ``receive`` is False:
         see :meth:`receive`) take envelopes from the hub. Refuses to start when a module vetoes
         the inbound policy in force (its configuration changed while the node was down)."""
-        vetoes = self._vetoes(self.policy)
-        if vetoes:
-            raise _policy_refused(self.policy, vetoes, hint=(
+        refusals = vetoes(self._node.plugins.hook, self._node, self.policy)
+        if refusals:
+            raise policy_refused(self.policy, refusals, hint=(
                 "change what is named in config.json, or start without it, run `anet policy "
                 "set trusted` and put it back"))
         self.provider.move_orphans_to_inbox()
@@ -176,12 +162,6 @@ class TaskLayer:
             if forgotten:
                 log.debug("forgot %d expired envelope ids", forgotten)
             await asyncio.sleep(SEEN_PURGE_INTERVAL_S)
-
-
-def _policy_refused(policy: InboundPolicy, vetoes: list[PolicyVeto], *, hint: str) -> TaskError:
-    reasons = "; ".join(f"{veto.reason} (module {veto.module})" for veto in vetoes)
-    return TaskError("policy-refused", f"the inbound policy {policy.value} is refused: {reasons}",
-                     hint=hint)
 
 
 def _valid_aid(aid: str) -> str:

@@ -45,7 +45,7 @@ from anet_core.protocol.tasks import (
     wire_body,
 )
 from anet_core.records import InboundTask, TaskClaim
-from anet_core.store import InboundPolicy, Store, StoredTask, TaskRole
+from anet_core.store import Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
     Effects,
     TaskError,
@@ -57,8 +57,9 @@ from anet_core.tasks.common import (
     state_of,
     text_message,
 )
+from anet_core.tasks.policy import InboundPolicy, policy_in
 from anet_core.tasks.receipts import issue_receipt
-from anet_core.tasks.responder import Responder
+from anet_core.tasks.responder import TaskResponder
 from anet_core.wire import TaskState
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class Provider:
         self._node = node
         self._store = store
         self._run_effects = run_effects
-        self._responders: dict[str, Responder] = {}
+        self._responders: dict[str, TaskResponder] = {}
 
     # --- inbound messages (called inside the receiving transaction) ---------------------------
 
@@ -120,7 +121,7 @@ class Provider:
     def _new_task(self, sender: str, body: TaskMessage) -> Effects:
         effects = Effects()
         trusted = self._store.is_trusted(sender)
-        policy = self._store.inbound_policy
+        policy = policy_in(self._store)
         now = time.time()
         task: dict[str, Any] = {"id": body.task_id, "contextId": body.context_id,
                                 "history": [body.message]}
@@ -163,7 +164,7 @@ class Provider:
                        effects: Effects) -> None:
         stored.served_by = claim.module
         self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
-        responder = Responder(self, inbound)
+        responder = TaskResponder(self, inbound)
         self._responders[stored.id] = responder
         effects.background.append(lambda: self._serve(claim, inbound, responder))
 
@@ -229,7 +230,8 @@ class Provider:
         self._emit(stored, TaskState.TASK_STATE_SUBMITTED, effects,
                    reason=Reason.QUEUED_FOR_OPERATOR)
 
-    async def _serve(self, claim: TaskClaim, inbound: InboundTask, responder: Responder) -> None:
+    async def _serve(self, claim: TaskClaim, inbound: InboundTask,
+                     responder: TaskResponder) -> None:
         try:
             await claim.serve(inbound, responder)
         except asyncio.CancelledError:

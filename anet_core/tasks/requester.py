@@ -18,19 +18,17 @@ from pydantic import ValidationError
 from anet_core.identity import VerifiedHistory, is_aid
 from anet_core.link.contract import HubError, JoinState, PeerInfo
 from anet_core.protocol.tasks import (
-    MESSAGE_REPLY,
     EffectStatus,
     Reason,
     TaskAlive,
     TaskCancel,
     TaskMessage,
+    TaskMetadata,
     TaskUpdate,
     wire_body,
 )
 from anet_core.store import OutboxEntry, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
-    EFFECT_STATUS,
-    REASON,
     Effects,
     TaskError,
     add_to_history,
@@ -146,8 +144,8 @@ class Requester:
                             f"task {task_id} is already {_state_word(stored.state)}")
         effects = Effects()
         with self._store.transaction():
-            reached_hub = (stored.task["metadata"].get(EFFECT_STATUS) != EffectStatus.NONE
-                           or self._store.outbox_sent_any(task_id))
+            known = stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS)
+            reached_hub = known != EffectStatus.NONE or self._store.outbox_sent_any(task_id)
             self._store.outbox_withdraw(task_id)
             if reached_hub:
                 self._store.enqueue(stored.peer_aid, wire_body(TaskCancel(
@@ -231,7 +229,7 @@ class Requester:
         task = stored.task
         events: list[dict[str, Any]] = []
         previous = {key: task["status"].get(key) for key in ("state", "message")}
-        previous_reason = task.get("metadata", {}).get(REASON)
+        previous_reason = task.get("metadata", {}).get(TaskMetadata.REASON)
         status = dict(update.status)
         status.setdefault("timestamp", now_stamp())
         task["status"] = status
@@ -262,11 +260,11 @@ class Requester:
         set_meta(task, state_seq=update.state_seq, reason=update.reason,
                  effect=_effect_of(update.state))
         if update.message_reply and update.state is TaskState.TASK_STATE_COMPLETED:
-            task["metadata"][MESSAGE_REPLY] = True
+            task["metadata"][TaskMetadata.MESSAGE_REPLY] = True
         # A changed anet.reason is news too (e.g. queued_for_operator: the task waits for a
         # person at the provider, not for its agent).
         if {key: status.get(key) for key in previous} != previous or update.state.is_terminal \
-                or task["metadata"].get(REASON) != previous_reason:
+                or task["metadata"].get(TaskMetadata.REASON) != previous_reason:
             events.append(status_event(task))
         stored.state, stored.state_seq = update.state.value, update.state_seq
         stored.updated_at = stored.last_heard_at = time.time()
@@ -315,8 +313,8 @@ class Requester:
             if now - stored.last_heard_at < no_response_after:
                 continue
             with self._store.transaction():
-                reached_hub = (stored.task["metadata"].get(EFFECT_STATUS) != EffectStatus.NONE
-                               or self._store.outbox_sent_any(stored.id))
+                known = stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS)
+                reached_hub = known != EffectStatus.NONE or self._store.outbox_sent_any(stored.id)
                 self._store.outbox_withdraw(stored.id)
                 note = (f"No answer from {stored.peer_aid} for {no_response_after:g} s"
                         if reached_hub else
@@ -333,7 +331,8 @@ class Requester:
         stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
         if stored is None or state_of(stored.task).is_terminal:
             return effects
-        effect = EffectStatus(stored.task["metadata"].get(EFFECT_STATUS, EffectStatus.NONE))
+        effect = EffectStatus(stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS,
+                                                          EffectStatus.NONE))
         reason = Reason.UNKNOWN_AGENT if error.reason in {"unknown-agent", "unknown-recipient"} \
             else Reason.HUB_REFUSED
         self._store.outbox_withdraw(stored.id)
@@ -344,7 +343,8 @@ class Requester:
     def on_accepted(self, entry: OutboxEntry) -> Effects:
         """The hub stored a message of this task: the provider can act on it from now on."""
         stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
-        if stored is not None and stored.task["metadata"].get(EFFECT_STATUS) == EffectStatus.NONE \
+        if stored is not None \
+                and stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS) == EffectStatus.NONE \
                 and not state_of(stored.task).is_terminal:
             set_meta(stored.task, effect=EffectStatus.POSSIBLE)
             self._store.save_task(stored)

@@ -63,7 +63,8 @@ def test_jcs_matches_the_sdk_on_awkward_values() -> None:
     assert canonical_card(value) == canonicalize(cleaned).encode()
 
 
-async def test_hook_anet_card_extensions(tmp_path: Path, http) -> None:
+async def test_module_extensions_are_declared_on_the_proxy_card(tmp_path: Path,
+                                                                  http) -> None:
     class Payments:
         @hookimpl
         def anet_card_extensions(self, node, peer):

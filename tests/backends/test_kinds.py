@@ -1,4 +1,4 @@
-"""Backend kinds through the hook: a third-party distribution from tests/, and the doctor."""
+"""Backend kinds from a third-party distribution in tests/, at start and in the doctor."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from anet_backends import plugin
 from anet_backends.config import BackendsConfig
-from anet_backends.doctor import declared_kinds
-from anet_backends.service import Backends, kinds_by_scheme
+from anet_backends.service import Backends, installed_kinds
+from anet_core.api import AnetError, CheckStatus, InboundPolicy
 from anet_core.config import load_config
 from anet_core.doctor import CheckContext, all_checks, run_checks
-from anet_core.errors import AnetError
 from anet_core.plugins import make_plugins
-from anet_core.records import CheckStatus
 from anet_core.settings import Settings
 from tests.backends.conftest import TOKEN, Recorder, inbound
 from tests.backends.sdk_backend import sdk_backend
+from tests.conftest import running_node
 
 DISTRIBUTION = Path(__file__).parent / "kind_command"
 pytestmark = pytest.mark.timeout(60)
@@ -45,12 +45,12 @@ def kind_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sys.modules.pop("anet_kind_command", None)
 
 
-async def test_hook_anet_backend_kinds(kind_command: None, tmp_path: Path) -> None:
+async def test_a_kind_from_a_distribution_serves_a_task(kind_command: None,
+                                                        tmp_path: Path) -> None:
     plugins = make_plugins()
     assert plugins.modules["kind_command"].distribution == "anet-kind-command"
-    kinds = kinds_by_scheme(declared_kinds(plugins.pm))
+    kinds = installed_kinds(plugins)
     assert kinds["command"].name == "command" and kinds["unix"].name == "a2a"
-    # the scheme is accepted in config.json because an installed module declares it
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps({"modules": {"backends": {"backends": [
         {"match": "*", "url": "command:///bin/cat"}]}}}))
@@ -61,7 +61,7 @@ async def test_hook_anet_backend_kinds(kind_command: None, tmp_path: Path) -> No
         evidence.append(kind)
 
     service = Backends(config, kinds, record, idle_timeout_s=5)
-    claim = service.claim(inbound("through cat"), "trusted")
+    claim = service.claim(inbound("through cat"), InboundPolicy.TRUSTED)
     assert claim is not None
     recorder = Recorder()
     await claim.serve(inbound("through cat"), recorder)
@@ -69,13 +69,31 @@ async def test_hook_anet_backend_kinds(kind_command: None, tmp_path: Path) -> No
     assert recorder.kinds()[-1] == "complete" and evidence == ["anet.backend.forwarded"]
 
 
-def test_without_the_kind_its_scheme_is_refused_in_config(tmp_path: Path) -> None:
-    config_path = tmp_path / "config.json"
-    config_path.write_text(json.dumps({"modules": {"backends": {"backends": [
-        {"match": "*", "url": "command:///bin/cat"}]}}}))
-    with pytest.raises(AnetError,
-                       match=r"backends\[0\].*url 'command:///bin/cat'.*installed backend kind"):
-        load_config(config_path, make_plugins())
+COMMAND_BACKEND = {"modules": {"backends": {"backends": [
+    {"match": "*", "url": "command:///bin/cat"}]}}}
+
+
+async def test_without_the_kind_its_scheme_stops_the_start(tmp_path: Path) -> None:
+    data = tmp_path / "node"
+    data.mkdir()
+    (data / "config.json").write_text(json.dumps(COMMAND_BACKEND))
+    plugins = make_plugins(load_entry_points=False)
+    plugins.pm.register(plugin, name="backends")
+    with pytest.raises(AnetError, match=r"backends\[0\]\.url 'command:///bin/cat'.*no installed "
+                                        r"backend kind takes command:"):
+        async with running_node(data, plugins):
+            pass
+
+
+async def test_without_the_kind_the_doctor_fails_the_backend(tmp_path: Path) -> None:
+    data = tmp_path / "node"
+    data.mkdir()
+    (data / "config.json").write_text(json.dumps(COMMAND_BACKEND))
+    ctx = CheckContext(settings=Settings(data_dir=data), plugins=make_plugins())
+    checks = [check for check in all_checks(ctx.plugins, ctx.config) if check.module == "backends"]
+    (outcome,) = await run_checks(checks, ctx)
+    assert outcome.result.status is CheckStatus.FAIL
+    assert outcome.result.summary == "no installed backend kind takes 'command:///bin/cat'"
 
 
 async def test_doctor_has_one_check_per_backend(tmp_path: Path, sock_dir: Path,

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from anet_backends import plugin
 from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import Backend, BackendsConfig
-from anet_backends.service import Backends, check_policy, kinds_by_scheme
-from anet_core.errors import AnetError
-from anet_core.records import BackendKind, InboundTask
+from anet_backends.service import Backends, check_policy, installed_kinds
+from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, hookimpl
+from anet_core.plugins import make_plugins
 from tests.backends.conftest import completed, fake_backend, inbound, make_harness
 
 pytestmark = pytest.mark.timeout(30)
@@ -31,13 +32,13 @@ def service(*backends: dict[str, Any]) -> Backends:
 
 def test_only_trusted_peers_unless_accept_untrusted_and_toolless() -> None:
     plain = service({"match": "*", "url": "unix:///run/a.sock"})
-    assert plain.claim(inbound("hi"), "trusted") is not None
-    assert plain.claim(inbound("hi", trusted=False), "trusted") is None
+    assert plain.claim(inbound("hi"), InboundPolicy.TRUSTED) is not None
+    assert plain.claim(inbound("hi", trusted=False), InboundPolicy.TRUSTED) is None
     open_door = service({"match": "*", "url": "unix:///run/a.sock", "accept_untrusted": True,
                          "toolless": True})
-    assert open_door.claim(inbound("hi", trusted=False), "trusted") is not None
+    assert open_door.claim(inbound("hi", trusted=False), InboundPolicy.TRUSTED) is not None
     # the policy may have been opened after the start: untrusted tasks stay in the inbox
-    assert open_door.claim(inbound("hi", trusted=False), "open") is None
+    assert open_door.claim(inbound("hi", trusted=False), InboundPolicy.OPEN) is None
 
 
 def test_only_text_tasks_and_a_skills_own_backend_first() -> None:
@@ -46,10 +47,10 @@ def test_only_text_tasks_and_a_skills_own_backend_first() -> None:
     data = InboundTask(**{**inbound("x").__dict__,
                           "message": {"messageId": "m", "role": "ROLE_USER",
                                       "parts": [{"data": {"a": 1}}]}})
-    assert both.claim(data, "trusted") is None
-    claim = both.claim(inbound("hola", skill="translate"), "trusted")
+    assert both.claim(data, InboundPolicy.TRUSTED) is None
+    claim = both.claim(inbound("hola", skill="translate"), InboundPolicy.TRUSTED)
     assert claim is not None and claim.serve.__self__.target.match == "translate"  # type: ignore[attr-defined]
-    claim = both.claim(inbound("hi", skill="other"), "trusted")
+    claim = both.claim(inbound("hi", skill="other"), InboundPolicy.TRUSTED)
     assert claim is not None and claim.serve.__self__.target.match == "*"  # type: ignore[attr-defined]
 
 
@@ -57,15 +58,24 @@ def test_the_open_policy_is_refused_with_an_untrusted_backend_naming_it() -> Non
     config = BackendsConfig(backends=[
         Backend(match="*", url="unix:///a.sock"),
         Backend(match="chat", url="unix:///b.sock", accept_untrusted=True, toolless=True)])
-    check_policy(config, "trusted")
+    check_policy(config, InboundPolicy.TRUSTED)
     with pytest.raises(AnetError, match=r"backends\[1\]\.accept_untrusted \(match 'chat'\)"):
-        check_policy(config, "open")
+        check_policy(config, InboundPolicy.OPEN)
 
 
 def test_two_kinds_for_one_scheme_name_both_modules() -> None:
-    other = BackendKind(name="other", schemes=("unix",), open=A2A_KIND.open, module="test")
-    with pytest.raises(AnetError, match=r"a2a \(backends\) and other \(elsewhere\)"):
-        kinds_by_scheme([("backends", A2A_KIND), ("elsewhere", other)])
+    class Elsewhere:
+        @hookimpl
+        def anet_backend_kinds(self):
+            return [BackendKind(name="other", schemes=("unix",), open=A2A_KIND.open,
+                                module="elsewhere")]
+
+    plugins = make_plugins(load_entry_points=False)
+    plugins.pm.register(plugin, name="backends")
+    plugins.pm.register(Elsewhere(), name="elsewhere")
+    with pytest.raises(AnetError, match=r"the modules elsewhere and backends both declare the "
+                                        r"backend scheme 'unix'"):
+        installed_kinds(plugins)
 
 
 def test_an_unknown_scheme_at_start_names_the_backend_and_key() -> None:

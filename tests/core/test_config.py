@@ -84,7 +84,6 @@ def test_a_key_set_in_both_places_is_refused(tmp_path: Path, plugins) -> None:
     ({"url": "unix:///s"}, r"backends\[0\]\.match: Field required"),
     ({"match": "*", "url": "http://127.0.0.1:9"}, "set allow_tcp: true"),
     ({"match": "*", "url": "unix:///s", "accept_untrusted": True}, "needs toolless: true"),
-    ({"match": "*", "url": "ftp://x"}, "use unix:///path/to/socket"),
 ])
 def test_backend_validation_names_the_backend_and_key(tmp_path: Path, plugins, backend,
                                                       message) -> None:

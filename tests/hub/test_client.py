@@ -118,7 +118,7 @@ def test_bad_hub_urls_are_refused(bad):
         normalize_hub_url(bad)
 
 
-async def test_hook_anet_card_skills(tmp_path, hub, nodes):
+async def test_module_skills_are_published_after_the_configured_ones(tmp_path, hub, nodes):
     class Greeter:
         @hookimpl
         def anet_card_skills(self, node):

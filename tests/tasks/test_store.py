@@ -10,12 +10,12 @@ import pytest
 
 from anet_core.store import (
     SCHEMA_VERSION,
-    InboundPolicy,
     StoredTask,
     StoreError,
     TaskRole,
     open_store,
 )
+from anet_core.tasks.policy import InboundPolicy, policy_in
 
 
 def task(task_id: str, updated_at: float, *, role: TaskRole = TaskRole.REQUESTER) -> StoredTask:
@@ -38,7 +38,7 @@ async def test_schema_version_and_reopen(tmp_path: Path) -> None:
     connection.close()
     async with open_store(path) as store:
         assert store.get_task("t-00000001") is not None
-        assert store.inbound_policy is InboundPolicy.OPEN
+        assert policy_in(store) is InboundPolicy.OPEN
 
 
 async def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ async def test_newer_schema_is_refused(tmp_path: Path) -> None:
 
 async def test_transaction_is_all_or_nothing(tmp_path: Path) -> None:
     async with open_store(tmp_path / "anet.db") as store:
-        assert store.inbound_policy is InboundPolicy.TRUSTED  # the default
+        assert store.inbound_policy is None and policy_in(store) is InboundPolicy.TRUSTED
         with pytest.raises(RuntimeError), store.transaction():
             store.insert_task(task("t-00000001", 1.0))
             store.add_message(TaskRole.REQUESTER, "p" * 32, "ctx", "m-1", "t-00000001")

@@ -95,8 +95,7 @@ def proxy_card(peer: PeerInfo, urls: AgentUrls,
                 AgentExtension(uri=PREVIEW_EXTENSION,
                                description="Streams also carry preview artifacts: snapshots "
                                            "of a reply that is still being written")]
-    declared += [AgentExtension(uri=ext.uri, description=ext.description,
-                                required=ext.required, params=ext.params) for ext in extensions]
+    declared += [extension.as_agent_extension() for extension in extensions]
     return AgentCard(
         name=name,
         description=description,

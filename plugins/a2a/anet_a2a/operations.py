@@ -15,8 +15,7 @@ from typing import Any
 
 from anet_a2a.card import PREVIEW_EXTENSION
 from anet_a2a.tasks_port import AgentTasks
-from anet_core.api import Reason, TaskSubscription
-from anet_core.protocol.tasks import MESSAGE_REPLY
+from anet_core.api import Reason, TaskMetadata, TaskSubscription
 from anet_core.wire import (
     A2AError,
     A2AErrorKind,
@@ -62,7 +61,7 @@ def message_reply(task: dict[str, Any]) -> dict[str, Any] | None:
     """The agent's Message when it answered with one instead of a task, else None. The task is
     this node's record of the exchange; the Message the client gets names no task."""
     status = task.get("status", {})
-    if not task.get("metadata", {}).get(MESSAGE_REPLY) or "message" not in status \
+    if not task.get("metadata", {}).get(TaskMetadata.MESSAGE_REPLY) or "message" not in status \
             or status.get("state") != TaskState.TASK_STATE_COMPLETED.value:
         return None
     return {key: value for key, value in status["message"].items() if key != "taskId"}
@@ -71,7 +70,8 @@ def message_reply(task: dict[str, Any]) -> dict[str, Any] | None:
 def waits_for_operator(task_or_update: dict[str, Any]) -> bool:
     """The task waits in the remote operator's inbox: no agent will answer it by itself, so a
     send does not wait for it (GetTask, SubscribeToTask and ListTasks follow it later)."""
-    return (task_or_update.get("metadata", {}).get("anet.reason") == Reason.QUEUED_FOR_OPERATOR
+    reason = task_or_update.get("metadata", {}).get(TaskMetadata.REASON)
+    return (reason == Reason.QUEUED_FOR_OPERATOR
             and not TaskState(task_or_update["status"]["state"]).is_terminal)
 
 
@@ -132,7 +132,7 @@ def _bare_progress(event: dict[str, Any]) -> bool:
     return (TaskState(status["state"]) in {TaskState.TASK_STATE_SUBMITTED,
                                            TaskState.TASK_STATE_WORKING}
             and "message" not in status and not body.get("artifacts")
-            and not body.get("metadata", {}).get("anet.reason"))
+            and not body.get("metadata", {}).get(TaskMetadata.REASON))
 
 
 _TIMED_OUT = object()

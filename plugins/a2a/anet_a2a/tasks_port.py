@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from anet_a2a.replies import no_such_agent
-from anet_core.api import TaskError, TaskLayer, TaskSubscription
+from anet_core.api import TaskError, TaskLayer, TaskMetadata, TaskSubscription
 from anet_core.wire import A2AError, A2AErrorKind
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ def a2a_error(aid: str, error: TaskError) -> A2AError:
         return no_such_agent(aid)
     kind = _KINDS.get(error.reference, A2AErrorKind.INTERNAL_ERROR)
     message = f"{error.message}; {error.hint}" if error.hint else error.message
-    return A2AError(kind, message, details={"anet.reason": error.reference})
+    return A2AError(kind, message, details={TaskMetadata.REASON: error.reference})
 
 
 @dataclass(frozen=True)

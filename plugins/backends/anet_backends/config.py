@@ -9,9 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from anet_core.api import BackendTarget, GoDuration
 
-BUILT_IN_SCHEMES = frozenset({"unix", "http", "https"})
-"""The schemes of the built-in kind (A2A 1.0 JSON-RPC over a unix socket or TCP)."""
-
 
 class Backend(BaseModel):
     """One local A2A server and the tasks it serves."""
@@ -45,10 +42,6 @@ class Backend(BaseModel):
         if scheme == "unix" and not self.url.startswith("unix:///"):
             raise ValueError(f"url {self.url!r}: a unix URL names an absolute path, "
                              "unix:///path/to/socket")
-        if scheme not in BUILT_IN_SCHEMES and scheme not in installed_kind_schemes():
-            raise ValueError(f"url {self.url!r}: use unix:///path/to/socket "
-                             "(or http(s):// with allow_tcp, or the scheme of an installed "
-                             "backend kind)")
         if self.accept_untrusted and not self.toolless:
             raise ValueError("accept_untrusted needs toolless: true (the operator's statement "
                              "that the backend cannot run commands, read files or reach the "
@@ -60,18 +53,6 @@ class Backend(BaseModel):
         return BackendTarget(match=self.match, url=self.url, token_file=self.token_file,
                              expected_user=self.expected_user, socket_group=self.socket_group,
                              peer_check=self.peer_check, allow_tcp=self.allow_tcp)
-
-
-def installed_kind_schemes() -> set[str]:
-    """Schemes of the backend kinds that installed modules declare.
-
-    Only asked for a scheme the built-in kind does not take, so a plain configuration never
-    loads the modules a second time; the kind is looked up again when the daemon starts.
-    """
-    from anet_core.plugins import make_plugins  # the loader imports this module's package
-
-    kinds = make_plugins().collect("anet_backend_kinds")
-    return {scheme for kind in kinds for scheme in kind.schemes}
 
 
 class Retry(BaseModel):

@@ -6,10 +6,8 @@ import asyncio
 import re
 from functools import partial
 
-import pluggy
-
 from anet_backends.config import Backend, BackendsConfig
-from anet_backends.service import MODULE, kinds_by_scheme
+from anet_backends.service import MODULE, installed_kinds
 from anet_core.api import (
     AnetError,
     BackendKind,
@@ -22,12 +20,6 @@ from anet_core.api import (
 PROBE_TIMEOUT_S = 8.0
 """Each backend's probe; below the check's own timeout so one hung backend shows as such."""
 CHECK_TIMEOUT_S = 10.0
-
-
-def declared_kinds(pm: pluggy.PluginManager) -> list[tuple[str, BackendKind]]:
-    """Every backend kind with the module that declared it."""
-    return [(impl.plugin_name, kind) for impl in pm.hook.anet_backend_kinds.get_hookimpls()
-            for kind in impl.function() or ()]
 
 
 async def probe(backend: Backend, kinds: dict[str, BackendKind]) -> CheckResult:
@@ -79,7 +71,7 @@ async def no_backend(ctx: CheckContext) -> CheckResult:
 async def probe_configured(index: int, ctx: CheckContext) -> CheckResult:
     backend = ctx.config.module(MODULE, BackendsConfig).backends[index]
     try:
-        kinds = kinds_by_scheme(declared_kinds(ctx.plugins.pm))
+        kinds = installed_kinds(ctx.plugins)
     except AnetError as error:
         return CheckResult(CheckStatus.FAIL, error.message, hint=error.hint)
     return await probe(backend, kinds)

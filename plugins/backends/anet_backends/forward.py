@@ -16,9 +16,17 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from anet_backends.responder import ASKS_FOR_INPUT, Responder, WireObject
 from anet_backends.retry import Backoff
-from anet_core.api import BackendError, BackendKind, BackendStage, BackendTarget, InboundTask
+from anet_core.api import (
+    METADATA_PREFIX,
+    BackendError,
+    BackendKind,
+    BackendStage,
+    BackendTarget,
+    InboundTask,
+    Responder,
+    TaskMetadata,
+)
 from anet_core.wire import TaskState
 
 log = logging.getLogger(__name__)
@@ -28,6 +36,11 @@ WORKING_NOTICE_AFTER_S = 60.0
 FORWARDED = "anet.backend.forwarded"
 FAILED = "anet.backend.failed"
 
+ASKS_FOR_INPUT = "The agent needs more input."
+"""Shown to the requester when the backend asks for input without a message."""
+
+WireObject = dict[str, Any]
+"""A2A wire JSON, passed on as the backend or the requester wrote it."""
 Record = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Appends an evidence record (kind, data) to the node's chain."""
 
@@ -55,6 +68,14 @@ class Turn:
 
 class Ended(Exception):
     """The task ended (answered, failed, canceled or left in the inbox): no further turns."""
+
+
+def _with_node_metadata(metadata: dict[str, Any], task: InboundTask) -> dict[str, Any]:
+    """``metadata`` as the backend gets it: the requester's keys, except ``anet.*`` ones (a
+    requester cannot set those), and the node's own word on who asks (docs/backends.md)."""
+    return {**{key: value for key, value in metadata.items()
+               if not key.startswith(METADATA_PREFIX)},
+            TaskMetadata.PEER_AID: task.peer_aid, TaskMetadata.TRUSTED: task.trusted}
 
 
 class Forwarder:
@@ -123,11 +144,8 @@ class Forwarder:
                     message: WireObject, first: bool) -> WireObject:
         """Forward one message (with retries); return the requester's next message."""
         outgoing = self._outgoing(task, mapped, message)
-        # The request-level metadata the requester's client sent with this message, with the
-        # node's own anet.* keys (a requester cannot set those).
-        sent = responder.request_metadata
-        metadata = {**{key: value for key, value in sent.items() if not key.startswith("anet.")},
-                    "anet.peer_aid": task.peer_aid, "anet.trusted": task.trusted}
+        # The request-level metadata the requester's client sent with this message.
+        metadata = _with_node_metadata(responder.request_metadata, task)
         loop = asyncio.get_running_loop()
         started, attempts = loop.time(), 0
         turn = Turn()
@@ -168,10 +186,7 @@ class Forwarder:
         outgoing["contextId"] = mapped.context_id
         if mapped.task_id is not None:
             outgoing["taskId"] = mapped.task_id
-        metadata = {key: value for key, value in (message.get("metadata") or {}).items()
-                    if not key.startswith("anet.")}
-        outgoing["metadata"] = {**metadata, "anet.peer_aid": task.peer_aid,
-                                "anet.trusted": task.trusted}
+        outgoing["metadata"] = _with_node_metadata(message.get("metadata") or {}, task)
         return outgoing
 
     async def _attempt(self, task: InboundTask, responder: Responder, mapped: BackendTask,

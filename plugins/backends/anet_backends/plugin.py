@@ -7,13 +7,13 @@ from contextlib import asynccontextmanager
 
 from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import BackendsConfig
-from anet_backends.doctor import backend_checks, declared_kinds
+from anet_backends.doctor import backend_checks
 from anet_backends.service import (
     MODULE,
     OPEN_POLICY_HINT,
     Backends,
     check_policy,
-    kinds_by_scheme,
+    installed_kinds,
     policy_conflict,
 )
 from anet_core.api import (
@@ -21,6 +21,7 @@ from anet_core.api import (
     Config,
     ConfigBlock,
     DoctorCheck,
+    InboundPolicy,
     InboundTask,
     Lifespan,
     Node,
@@ -33,11 +34,6 @@ from anet_core.api import (
 
 SERVICE = NodeKey("backends", Backends)
 """The started module on the running node."""
-
-
-def inbound_policy(node: Node) -> str:
-    """The node's inbound policy ("closed", "trusted" or "open"), as the task layer keeps it."""
-    return str(node.tasks.policy.value)
 
 
 @hookimpl
@@ -59,8 +55,8 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
         if not config.backends:
             yield
             return
-        check_policy(config, inbound_policy(node))
-        service = Backends(config, kinds_by_scheme(declared_kinds(node.plugins.pm)),
+        check_policy(config, node.tasks.policy)
+        service = Backends(config, installed_kinds(node.plugins),
                            Backends.evidence_recorder(node.evidence.append),
                            idle_timeout_s=node.config.node.no_response_after.total_seconds())
         node[SERVICE] = service
@@ -75,7 +71,7 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
 @hookimpl
 def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
     service = node.get(SERVICE)
-    return None if service is None else service.claim(task, inbound_policy(node))
+    return None if service is None else service.claim(task, node.tasks.policy)
 
 
 @hookimpl
@@ -85,7 +81,7 @@ def anet_card_skills(node: Node) -> list[SkillSource]:
 
 
 @hookimpl
-def anet_policy_veto(node: Node, policy: str) -> PolicyVeto | None:
+def anet_policy_veto(node: Node, policy: InboundPolicy) -> PolicyVeto | None:
     conflict = policy_conflict(node.config.module(MODULE, BackendsConfig), policy)
     return None if conflict is None else PolicyVeto(module=MODULE, reason=conflict,
                                                     hint=OPEN_POLICY_HINT)

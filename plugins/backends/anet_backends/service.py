@@ -10,29 +10,22 @@ from typing import Any
 from anet_backends.config import Backend, BackendsConfig
 from anet_backends.forward import BackendTask, Forwarder, Record
 from anet_backends.retry import Backoff
-from anet_core.api import AnetError, BackendKind, InboundTask, TaskClaim
+from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, Plugins, TaskClaim
 
 log = logging.getLogger(__name__)
 
 MODULE = "backends"
-OPEN_POLICY = "open"
 
 
-def kinds_by_scheme(kinds: Iterable[tuple[str, BackendKind]]) -> dict[str, BackendKind]:
-    """Map each scheme to its kind; a scheme two modules claim stops the start with both names.
+def installed_kinds(plugins: Plugins) -> dict[str, BackendKind]:
+    """The backend kinds the installed modules declare (``anet_backend_kinds``), by scheme; a
+    scheme two modules claim is an error that names both."""
+    return kinds_by_scheme(plugins.collect("anet_backend_kinds", unique=lambda kind: [
+        f"the backend scheme {scheme!r}" for scheme in kind.schemes]))
 
-    ``kinds`` pairs each kind with the module that declared it.
-    """
-    table: dict[str, tuple[str, BackendKind]] = {}
-    for module, kind in kinds:
-        for scheme in kind.schemes:
-            if scheme in table:
-                raise AnetError("backends-kind-duplicate",
-                                f"the backend kinds {table[scheme][1].name} ({table[scheme][0]}) "
-                                f"and {kind.name} ({module}) both take the scheme {scheme!r}",
-                                hint="uninstall or disable one of these modules")
-            table[scheme] = (module, kind)
-    return {scheme: kind for scheme, (_, kind) in table.items()}
+
+def kinds_by_scheme(kinds: Iterable[BackendKind]) -> dict[str, BackendKind]:
+    return {scheme: kind for kind in kinds for scheme in kind.schemes}
 
 
 def kind_for(index: int, backend: Backend, kinds: dict[str, BackendKind]) -> BackendKind:
@@ -51,11 +44,11 @@ OPEN_POLICY_HINT = ("keep the inbound policy trusted (or closed), or remove acce
                     "from this backend")
 
 
-def policy_conflict(config: BackendsConfig, policy: str) -> str | None:
+def policy_conflict(config: BackendsConfig, policy: InboundPolicy) -> str | None:
     """Why ``policy`` cannot be the inbound policy with this configuration, or None: ``open``
     is refused while a backend forwards untrusted peers' tasks (it would let any stranger reach
     them without the operator's choice of backend)."""
-    if policy != OPEN_POLICY:
+    if policy is not InboundPolicy.OPEN:
         return None
     for index, backend in enumerate(config.backends):
         if backend.accept_untrusted:
@@ -65,7 +58,7 @@ def policy_conflict(config: BackendsConfig, policy: str) -> str | None:
     return None
 
 
-def check_policy(config: BackendsConfig, policy: str) -> None:
+def check_policy(config: BackendsConfig, policy: InboundPolicy) -> None:
     """At start: refuse the inbound policy ``open`` while a backend forwards untrusted peers'
     tasks (the error names the backend and the key)."""
     conflict = policy_conflict(config, policy)
@@ -93,7 +86,7 @@ class Backends:
                                   record, idle_timeout_s=idle_timeout_s, tasks=self.tasks)
             self._backends[backend.match] = (backend, forwarder)
 
-    def claim(self, task: InboundTask, policy: str) -> TaskClaim | None:
+    def claim(self, task: InboundTask, policy: InboundPolicy) -> TaskClaim | None:
         """The backend that serves ``task``, or None to leave it in the inbox.
 
         Only text tasks; a skill's own backend before ``*``; untrusted peers only for an
@@ -109,7 +102,7 @@ class Backends:
         if not task.trusted:
             if not (backend.accept_untrusted and backend.toolless):
                 return None
-            if policy == OPEN_POLICY:
+            if policy is InboundPolicy.OPEN:
                 log.warning("task %s of untrusted peer %s stays in the inbox: backend %s accepts "
                             "untrusted peers, which the inbound policy open does not allow",
                             task.task_id, task.peer_aid, backend.match)

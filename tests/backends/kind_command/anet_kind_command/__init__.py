@@ -1,5 +1,5 @@
 """A third-party backend kind: ``command:///path/to/program`` runs the program with the text of
-the task on stdin and answers with its standard output. It imports only anet_core."""
+the task on stdin and answers with its standard output. It imports only anet_core.api."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from anet_core import hookimpl
-from anet_core.records import BackendError, BackendKind, BackendStage, BackendTarget
+from anet_core.api import BackendError, BackendKind, BackendStage, BackendTarget, hookimpl
 
 
 class CommandChannel:
@@ -44,4 +43,5 @@ async def open_command(target: BackendTarget) -> AsyncIterator[CommandChannel]:
 
 @hookimpl
 def anet_backend_kinds() -> list[BackendKind]:
-    return [BackendKind(name="command", schemes=("command",), open=open_command, module="test")]
+    return [BackendKind(name="command", schemes=("command",), open=open_command,
+                        module="kind_command")]
