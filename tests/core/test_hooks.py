@@ -18,8 +18,16 @@ from anet_core.cli.context import CliContext
 from anet_core.cli.main import _commands, build_parser
 from anet_core.config import validate_config
 from anet_core.doctor import CheckContext, all_checks, run_checks
+from anet_core.errors import AnetError
+from anet_core.link.client import module_skills
+from anet_core.link.contract import KeyState, PeerInfo, Verification
 from anet_core.plugins import make_plugins
 from anet_core.records import (
+    BackendError,
+    BackendKind,
+    BackendStage,
+    BackendTarget,
+    CardExtension,
     CheckResult,
     CheckStatus,
     CliCommand,
@@ -28,9 +36,15 @@ from anet_core.records import (
     DoctorCheck,
     InboundTask,
     Lifespan,
+    PolicyVeto,
+    Responder,
+    SkillSource,
     TaskClaim,
 )
 from anet_core.settings import Settings
+from anet_core.tasks import InboundPolicy, TaskError
+from anet_core.tasks.responder import TaskResponder
+from anet_core.wire import AgentCapabilities
 from tests.conftest import running_node
 
 HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("anet_"))
@@ -46,9 +60,21 @@ def test_every_hookspec_is_documented_with_an_example(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", HOOK_NAMES)
-def test_every_hookspec_has_a_test(name: str) -> None:
+def test_every_hookspec_has_a_test_in_the_core_tests(name: str) -> None:
+    """The core's tests run without any module installed, so each hook is tested there, with a
+    throwaway plugin, and nowhere else (a module's tests are skipped when it is absent)."""
+    tests = Path(__file__).parents[1]
+    pattern = re.compile(rf"def test_hook_{name}\b")
+    homes = sorted(str(path.relative_to(tests)) for path in tests.rglob("test_*.py")
+                   if pattern.search(path.read_text()))
+    assert homes and all(home.startswith("core/") for home in homes), (
+        f"test_hook_{name} must be defined in tests/core only, found in: {homes or 'none'}")
+
+
+def test_every_hook_test_names_a_hook() -> None:
     sources = "\n".join(path.read_text() for path in Path(__file__).parents[1].rglob("test_*.py"))
-    assert re.search(rf"def test_hook_{name}\b", sources), f"no test named test_hook_{name}"
+    tested = set(re.findall(r"def test_hook_(\w+)\(", sources))
+    assert tested - set(HOOK_NAMES) == set()
 
 
 def plugins_with(*extra: object):
@@ -186,6 +212,186 @@ def test_hook_anet_take_task() -> None:
     assert claim is not None and claim.module == "greeter"
     other = InboundTask(**{**task.__dict__, "skill": "other"})
     assert plugins.hook.anet_take_task(node=None, task=other) is None
+
+
+def test_the_task_layers_responder_keeps_the_hook_contract() -> None:
+    """``TaskClaim.serve`` is typed with the Responder protocol; the task layer's implementation
+    has every member of it, with the same parameters."""
+    members = {name for name in vars(Responder) if not name.startswith("_")}
+    members |= set(Responder.__annotations__)
+    assert {"cancelled", "request_metadata", "task", "ended", "complete", "to_inbox"} <= members
+    responder = TaskResponder(provider=None, task=InboundTask(  # type: ignore[arg-type]
+        task_id="t1", context_id="c1", peer_aid="a" * 32, trusted=True, skill=None,
+        message={}, metadata={"k": "v"}))
+    for name in sorted(members):
+        assert hasattr(responder, name), f"TaskResponder lacks {name}"
+        contract = getattr(Responder, name, None)
+        if inspect.isfunction(contract):
+            implemented = inspect.signature(getattr(TaskResponder, name))
+            assert implemented == inspect.signature(contract), name
+    assert responder.request_metadata == {"k": "v"} and not responder.cancelled.is_set()
+
+
+def test_hook_anet_card_extensions() -> None:
+    class Payments:
+        @hookimpl
+        def anet_card_extensions(self, node, peer):
+            if not (peer.card and peer.card.get("charge") != "free"):
+                return []
+            return [CardExtension(module="pay", uri="https://example.org/ext/pay/v1",
+                                  description="pays", params={"payee": peer.aid})]
+
+    class Marker:
+        @hookimpl
+        def anet_card_extensions(self, node, peer):
+            return [CardExtension(module="marker", uri="urn:example:marker", required=True)]
+
+    plugins = plugins_with(Marker(), Payments())
+    charging = PeerInfo(aid="b" * 32, verification=Verification.VERIFIED,
+                        key_state=KeyState.FRESH, card={"charge": "0.01 USDC"})
+    extensions = plugins.collect("anet_card_extensions", node=None, peer=charging)
+    assert [(extension.module, extension.uri) for extension in extensions] == [
+        ("pay", "https://example.org/ext/pay/v1"), ("marker", "urn:example:marker")]
+    declared = AgentCapabilities(extensions=[e.as_agent_extension() for e in extensions]).wire()
+    assert declared["extensions"] == [
+        {"uri": "https://example.org/ext/pay/v1", "description": "pays",
+         "params": {"payee": "b" * 32}},
+        {"uri": "urn:example:marker", "required": True}]
+    free = PeerInfo(aid="c" * 32, verification=Verification.VERIFIED,
+                    key_state=KeyState.FRESH, card={"charge": "free"})
+    assert [e.module for e in plugins.collect("anet_card_extensions", node=None, peer=free)] == [
+        "marker"]
+
+
+async def test_hook_anet_backend_kinds() -> None:
+    @asynccontextmanager
+    async def open_echo(target: BackendTarget):
+        if target.url.endswith("/down"):
+            raise BackendError(BackendStage.UNREACHABLE, f"{target.url} does not answer")
+
+        class Echo:
+            async def send(self, message, metadata):
+                yield {"message": {"messageId": "m-2", "role": "ROLE_AGENT",
+                                   "parts": message["parts"], "metadata": metadata}}
+
+            async def cancel(self, task_id):
+                raise BackendError(BackendStage.WRITTEN, f"{task_id} is gone")
+
+        yield Echo()
+
+    class EchoKind:
+        @hookimpl
+        def anet_backend_kinds(self):
+            return [BackendKind(name="echo", schemes=("echo",), open=open_echo, module="echo")]
+
+    [kind] = [kind for kind in plugins_with(EchoKind()).collect("anet_backend_kinds")
+              if kind.module == "echo"]
+    target = BackendTarget(match="*", url="ECHO://here")
+    assert target.scheme in kind.schemes and kind.diagnose is None and kind.skills is None
+    async with kind.open(target) as channel:
+        events = [event async for event in channel.send(
+            {"role": "ROLE_USER", "parts": [{"text": "hi"}]}, {"anet.trusted": True})]
+        assert events == [{"message": {"messageId": "m-2", "role": "ROLE_AGENT",
+                                       "parts": [{"text": "hi"}],
+                                       "metadata": {"anet.trusted": True}}}]
+        with pytest.raises(BackendError) as caught:
+            await channel.cancel("t-1")
+        assert caught.value.stage is BackendStage.WRITTEN
+    with pytest.raises(BackendError, match="does not answer") as caught:
+        async with kind.open(BackendTarget(match="*", url="echo://here/down")):
+            pass
+    assert caught.value.stage is BackendStage.UNREACHABLE
+
+
+class StrangersWelcome:
+    """Vetoes the open policy, as a module that serves strangers would."""
+
+    def __init__(self) -> None:
+        self.asked: list[object] = []
+
+    @hookimpl
+    def anet_policy_veto(self, node, policy):
+        self.asked.append(policy)
+        if policy is InboundPolicy.OPEN:
+            return PolicyVeto(module="greeter", reason="modules.greeter.strangers is set",
+                              hint="unset modules.greeter.strangers")
+        return None
+
+
+async def test_hook_anet_policy_veto(tmp_path: Path) -> None:
+    welcome = StrangersWelcome()
+    async with running_node(tmp_path / "node", plugins_with(welcome)) as node:
+        with pytest.raises(TaskError) as refused:
+            node.tasks.set_policy("open")
+        assert refused.value.reference == "policy-refused"
+        assert "modules.greeter.strangers is set (module greeter)" in refused.value.message
+        assert refused.value.hint == "unset modules.greeter.strangers"
+        assert node.tasks.policy is InboundPolicy.TRUSTED
+        assert node.tasks.set_policy("closed") is InboundPolicy.CLOSED
+    # asked at the start (the policy in force), then for each change, always with the enum
+    assert welcome.asked == [InboundPolicy.TRUSTED, InboundPolicy.OPEN, InboundPolicy.CLOSED]
+    assert all(type(policy) is InboundPolicy for policy in welcome.asked)
+
+
+async def test_hook_anet_card_skills(tmp_path: Path) -> None:
+    class Greeter:
+        @hookimpl
+        def anet_card_skills(self, node):
+            async def read():
+                return [{"id": "greet", "name": "Greet", "description": "", "tags": ["hello"]}]
+
+            async def broken():
+                raise RuntimeError("the module's source is down")
+
+            return [SkillSource("greeter", read), SkillSource("broken", broken)]
+
+    class Second:
+        @hookimpl
+        def anet_card_skills(self, node):
+            async def read():
+                return [{"id": "qa", "name": "Q&A", "tags": []}]
+
+            return [SkillSource("second", read)]
+
+    async with running_node(tmp_path / "node", plugins_with(Second(), Greeter())) as node:
+        skills = await module_skills(node)
+    assert [skill["id"] for skill in skills] == ["greet", "qa"]  # hook order; broken left out
+
+
+def test_duplicate_records_are_refused_naming_both_modules(tmp_path: Path) -> None:
+    def command(name: str, module: str, *aliases: str) -> CliCommand:
+        return CliCommand(name, "help", lambda parser: None, lambda args, ctx: 0,
+                          aliases=aliases, module=module)
+
+    def cli_with(*commands: CliCommand) -> CliContext:
+        class Commands:
+            @hookimpl
+            def anet_cli_commands(self):
+                return list(commands)
+        return CliContext(settings=Settings(data_dir=tmp_path), plugins=plugins_with(Commands()))
+
+    with pytest.raises(AnetError) as caught:
+        _commands(cli_with(command("peers", "first"), command("peers", "second")))
+    assert caught.value.message == ("the modules first and second both declare the command "
+                                    "`anet peers`")
+    assert caught.value.reference == "cli-commands-duplicate"
+    with pytest.raises(AnetError, match=r"the modules first and second both declare the "
+                                        r"command `anet peers ls`"):
+        _commands(cli_with(command("peers list", "first", "ls"), command("peers ls", "second")))
+    assert len(_commands(cli_with(command("ls", "first"), command("peers ls", "second")))) > 2
+
+    async def fine(ctx):
+        return CheckResult(CheckStatus.OK, "fine")
+
+    class Checks:
+        @hookimpl
+        def anet_doctor_checks(self):
+            return [DoctorCheck("greeter-fine", "greeter", "fine", fine),
+                    DoctorCheck("greeter-fine", "other", "fine too", fine)]
+
+    with pytest.raises(AnetError, match=r"^the modules greeter and other both declare the "
+                                        r"doctor check greeter-fine$"):
+        all_checks(plugins_with(Checks()))
 
 
 def test_commands_of_several_words_nest_below_a_shared_group(
