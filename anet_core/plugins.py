@@ -113,11 +113,12 @@ class Plugins:
 
 
 def _duplicate(hook_name: str, claim: str, first: str, second: str) -> AnetError:
-    who = (f"the module {first} declares {claim} twice" if first == second
-           else f"the modules {first} and {second} both declare {claim}")
-    return AnetError(f"{hook_name.removeprefix(f'{PROJECT}_').replace('_', '-')}-duplicate", who,
-                     hint="uninstall one of these modules, or leave it out with "
-                          "ANET_DISABLE_MODULES")
+    reference = f"{hook_name.removeprefix(f'{PROJECT}_').replace('_', '-')}-duplicate"
+    if first == second:
+        return AnetError(reference, f"the module {first} declares {claim} twice",
+                         hint=f"leave it out with ANET_DISABLE_MODULES={first} until it is fixed")
+    return AnetError(reference, f"the modules {first} and {second} both declare {claim}",
+                     hint="uninstall one of them, or leave it out with ANET_DISABLE_MODULES")
 
 
 def make_plugins(*, load_entry_points: bool = True, disabled: Iterable[str] = (),

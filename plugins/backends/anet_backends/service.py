@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
 from typing import Any
 
 from anet_backends.config import Backend, BackendsConfig
@@ -20,11 +19,8 @@ MODULE = "backends"
 def installed_kinds(plugins: Plugins) -> dict[str, BackendKind]:
     """The backend kinds the installed modules declare (``anet_backend_kinds``), by scheme; a
     scheme two modules claim is an error that names both."""
-    return kinds_by_scheme(plugins.collect("anet_backend_kinds", unique=lambda kind: [
-        f"the backend scheme {scheme!r}" for scheme in kind.schemes]))
-
-
-def kinds_by_scheme(kinds: Iterable[BackendKind]) -> dict[str, BackendKind]:
+    kinds = plugins.collect("anet_backend_kinds", unique=lambda kind: [
+        f"the backend scheme {scheme!r}" for scheme in kind.schemes])
     return {scheme: kind for kind in kinds for scheme in kind.schemes}
 
 
