@@ -25,7 +25,14 @@ from anet_core.identity import (
     verify_history,
     verify_signature,
 )
-from anet_core.link.contract import HubError, KeyState, PeerInfo, SearchQuery, Verification
+from anet_core.link.contract import (
+    HubError,
+    KeyState,
+    PeerInfo,
+    SearchQuery,
+    Verification,
+    directory_listing,
+)
 from anet_core.node import NODE_KEY, Listener, Node, NodeKey
 from anet_core.plugins import Plugins
 from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
@@ -120,6 +127,7 @@ __all__ = [
     "canonical_json",
     "command_of",
     "configure_logging",
+    "directory_listing",
     "holders",
     "hookimpl",
     "is_aid",

@@ -23,8 +23,9 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "anet_core.builtins.core_checks",
     "anet_core.builtins.core_routes",
     "anet_core.builtins.join",
-    "anet_core.builtins.task_routes",
-    "anet_core.builtins.task_commands",
+    "anet_core.builtins.tasks_cli",
+    "anet_core.builtins.directory_cli",
+    "anet_core.builtins.identity_cli",
     "anet_core.demo",
 )
 """Built-in parts of the core, registered through the same hooks as any module."""

@@ -10,6 +10,7 @@ from aiohttp import web
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.config import read_raw, write_config
+from anet_core.control.parsing import RequestBody, read_body
 from anet_core.daemon import running_pid
 from anet_core.doctor import CheckContext
 from anet_core.errors import AnetError
@@ -60,21 +61,22 @@ async def hub_status(request: web.Request) -> web.Response:
     return web.json_response(request.config_dict[NODE_KEY].hub.status.as_dict())
 
 
+class JoinRequest(RequestBody):
+    url: str
+
+
 @routes.post("/join")
 async def hub_join(request: web.Request) -> web.Response:
     from anet_core.link.client import HubClient
 
     node = request.config_dict[NODE_KEY]
-    body = await request.json()
-    url = body.get("url") if isinstance(body, dict) else None
-    if not isinstance(url, str) or not isinstance(node.hub, HubClient):
-        return web.json_response({"error": "hub-bad-request",
-                                  "message": "POST /hub/join takes {\"url\": \"ws://...\"}"},
-                                 status=400)
+    body = await read_body(request, JoinRequest)
+    if not isinstance(node.hub, HubClient):
+        raise AnetError("hub-bad-request", "this node's hub link cannot join another hub")
     try:
-        status = await node.hub.rejoin(url)
+        status = await node.hub.rejoin(body.url)
     except ValueError as error:
-        return web.json_response({"error": "hub-bad-url", "message": str(error)}, status=400)
+        raise AnetError("hub-bad-url", str(error)) from None
     return web.json_response(status.as_dict())
 
 

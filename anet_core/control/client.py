@@ -12,6 +12,24 @@ from anet_core.settings import DataPaths
 NOT_RUNNING_HINT = "start it with `anet up`"
 
 
+def answer(method: str, path: str, status: int, content_type: str, data: bytes) -> Any:
+    """The body of a control-plane answer; a refusal becomes the :class:`AnetError` the route
+    raised (``{"error", "message", "hint", "detail"}``), which the CLI prints in one place."""
+    try:
+        parsed = json.loads(data) if data and "json" in content_type \
+            else {"message": data.decode(errors="replace").strip()}
+    except ValueError:
+        parsed = {"message": f"an answer that is not JSON: {data[:200]!r}"}
+        status = max(status, 500)
+    if status < 400:
+        return parsed
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
+        raise AnetError(parsed["error"], parsed.get("message", ""), hint=parsed.get("hint", ""),
+                        detail=parsed.get("detail", ""))
+    message = parsed.get("message") if isinstance(parsed, dict) else parsed
+    raise AnetError("daemon-error", f"{method} {path} answered {status}: {message}")
+
+
 class ControlClient:
     """Calls the running daemon. Every failure is an :class:`AnetError` the user can act on."""
 
@@ -53,15 +71,8 @@ class ControlClient:
                                  "directory") from None
         finally:
             connection.close()
-        parsed = json.loads(data) if data and "json" in response.getheader("Content-Type", "") \
-            else {"message": data.decode(errors="replace").strip()}
-        if response.status >= 400:
-            if isinstance(parsed, dict) and "error" in parsed:
-                raise AnetError(parsed["error"], parsed.get("message", ""),
-                                hint=parsed.get("hint", ""), detail=parsed.get("detail", ""))
-            raise AnetError("daemon-error",
-                            f"{method} {path} answered {response.status}: {parsed.get('message')}")
-        return parsed
+        return answer(method, path, response.status, response.getheader("Content-Type", ""),
+                      data)
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

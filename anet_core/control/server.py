@@ -1,4 +1,9 @@
-"""The control plane server: one sub-application per module, behind the control token."""
+"""The control plane server: one sub-application per module, behind the control token.
+
+Every handler raises its refusals as :class:`AnetError` (or :class:`HubError` when the hub is the
+cause); one middleware turns them into ``{"error", "message", "hint", "detail"}`` with a status,
+and the CLI's control client turns that back into the AnetError it prints.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +13,59 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
-from anet_core.control.guard import LoopbackGuard, TokenFile, bind_loopback
+from anet_core.control.guard import Handler, LoopbackGuard, TokenFile, bind_loopback
+from anet_core.errors import AnetError
+from anet_core.link.contract import HubError
 from anet_core.node import NODE_KEY, Listener, Node
+from anet_core.records import ControlRoutes
 from anet_core.util.fsutil import write_atomic
 
 CONTROL_REALM = "anet-control"
 
+ERROR_STATUS = {"task-not-found": 404, "unknown-agent": 404, "not-registered": 409,
+                "hub-unavailable": 502}
+"""The HTTP status of a refusal by its reference; any other reference answers 400."""
+
+HUB_HINT = "`anet status` shows the hub connection"
+
 log = logging.getLogger(__name__)
 
 
+def error_response(error: AnetError) -> web.Response:
+    return web.json_response(error.as_dict(), status=ERROR_STATUS.get(error.reference, 400))
+
+
+@web.middleware
+async def refusals(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Render what a handler refused as one JSON error (the CLI prints it as one line and a
+    hint). HTTP exceptions (unknown route, wrong method) pass through as aiohttp makes them."""
+    try:
+        return await handler(request)
+    except AnetError as error:
+        return error_response(error)
+    except HubError as error:
+        return error_response(AnetError("hub-unavailable", error.message, hint=HUB_HINT))
+
+
+def _claims(group: ControlRoutes) -> list[str]:
+    return [f"the control route {route.method} /{group.module}{route.path}"
+            for route in group.routes]
+
+
 def build_app(node: Node, port: int, token: TokenFile) -> web.Application:
+    """The control plane: ``/<module>/`` holds the routes a module adds, from every record that
+    names it (the core's task, directory and identity routes share ``/tasks/``). A route added
+    twice is refused with an error naming both modules."""
     guard = LoopbackGuard(port=port, token=token.current, realm=CONTROL_REALM)
     app = web.Application(middlewares=[guard.middleware()])
     app[NODE_KEY] = node
-    for group in node.plugins.collect("anet_routes", node=node,
-                                      unique=lambda group: [f"the routes /{group.module}/"]):
-        sub = web.Application()
-        sub.add_routes(group.routes)
-        app.add_subapp(f"/{group.module}/", sub)
+    groups: dict[str, list[web.RouteDef]] = {}
+    for group in node.plugins.collect("anet_routes", node=node, unique=_claims):
+        groups.setdefault(group.module, []).extend(group.routes)
+    for module, routes in groups.items():
+        sub = web.Application(middlewares=[refusals])
+        sub.add_routes(routes)
+        app.add_subapp(f"/{module}/", sub)
     return app
 
 

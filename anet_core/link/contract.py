@@ -6,8 +6,9 @@ modules use only this contract, so a federated or brokered hub can replace it la
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -69,6 +70,32 @@ class PeerInfo:
     review_count: int = 0
     avg_rating: float | None = None
     home_hub: str | None = None
+
+
+def directory_listing(peers: Iterable[PeerInfo], *, own_aid: str) -> list[dict[str, Any]]:
+    """The directory as the node shows it (``anet agents``, ``GET /a2a/v1/agents``): every agent
+    but the node itself (it is no remote agent of its own), as JSON.
+
+    Always ``aid``, ``verification``, ``keyState`` and ``official``; the agent's own words
+    (``name``, ``description``, ``skills``, ``charge``, ``homeHub``) and the hub's figures
+    (``lastSeen`` as ISO 8601 UTC, ``reviewCount``, ``avgRating``) only when its card verified.
+    Absent values are left out.
+    """
+    return [_listed(peer) for peer in peers if peer.aid != own_aid]
+
+
+def _listed(peer: PeerInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {"aid": peer.aid, "verification": peer.verification.value,
+                             "keyState": peer.key_state.value, "official": peer.official}
+    if peer.verification is Verification.VERIFIED and peer.card is not None:
+        card = peer.card
+        last_seen = None if peer.last_seen is None else datetime.fromtimestamp(
+            peer.last_seen, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        entry |= {"name": card.get("name", ""), "description": card.get("description", ""),
+                  "skills": card.get("skills", []), "charge": card.get("charge", "free"),
+                  "homeHub": peer.home_hub, "lastSeen": last_seen,
+                  "reviewCount": peer.review_count, "avgRating": peer.avg_rating}
+    return {key: value for key, value in entry.items() if value is not None}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from anet_a2a.jws import canonical_card
 from anet_a2a.portholder import find_holder
 from anet_a2a.state import PORT_RANGE, StateDir
 from anet_core import hookimpl
+from anet_core.link.contract import SearchQuery, directory_listing
 from anet_core.records import CardExtension
 from anet_core.settings import Settings
 from tests.a2a.conftest import Local, two_nodes
@@ -97,6 +98,11 @@ async def test_list_route(local: Local, http) -> None:
         agents = (await r.json())["agents"]
     assert [a["aid"] for a in agents] == [local.remote.aid]  # never this node itself
     assert set(agents[0]) >= {"aid", "url", "cardUrl", "verification", "keyState"}
+    # The entry `anet agents` shows, plus the URLs of the agent on this endpoint.
+    page = await local.node.hub.search(SearchQuery())
+    assert [{k: v for k, v in a.items() if k not in ("url", "cardUrl")} for a in agents] == \
+        directory_listing(page.peers, own_aid=local.node.aid)
+    assert agents[0]["cardUrl"].startswith(agents[0]["url"])
     async with http.get(f"{local.base}/a2a/v1/agents?limit=0", headers=local.headers()) as r:
         assert r.status == 400
 

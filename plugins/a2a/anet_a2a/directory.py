@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Any
 
 from aiohttp import web
 
-from anet_a2a.endpoint import CARD_MAX_AGE_S, ENDPOINT, Endpoint
+from anet_a2a.endpoint import CARD_MAX_AGE_S, ENDPOINT
 from anet_a2a.replies import json_reply, rest_error
-from anet_core.api import HubError, PeerInfo, SearchQuery, Verification
+from anet_core.api import HubError, SearchQuery, directory_listing
 from anet_core.wire import A2AError, A2AErrorKind
 
 MAX_LIMIT = 100
@@ -24,27 +23,6 @@ def _limit(text: str | None) -> int:
         raise A2AError(A2AErrorKind.INVALID_PARAMS,
                        f"limit must be a whole number from 1 to {MAX_LIMIT}, got {text[:40]!r}")
     return int(text)
-
-
-def entry(endpoint: Endpoint, peer: PeerInfo) -> dict[str, Any]:
-    """One agent of the list: described further only when the node verified its card."""
-    urls = endpoint.urls(peer.aid)
-    item: dict[str, Any] = {"aid": peer.aid, "url": urls.base, "cardUrl": urls.card,
-                            "verification": peer.verification.value,
-                            "keyState": peer.key_state.value}
-    if peer.official:
-        item["anet.official"] = True
-    if peer.verification is Verification.VERIFIED and peer.card is not None:
-        item["name"] = peer.card.get("name", "")
-        item["homeHub"] = peer.home_hub or peer.card.get("homeHub")
-        if peer.last_seen is not None:
-            item["lastSeen"] = datetime.fromtimestamp(peer.last_seen, UTC).isoformat(
-                timespec="seconds").replace("+00:00", "Z")
-        item["reviewCount"] = peer.review_count
-        if peer.avg_rating is not None:
-            item["avgRating"] = peer.avg_rating
-        item["charge"] = peer.card.get("charge", "free")
-    return item
 
 
 async def list_agents(request: web.Request) -> web.StreamResponse:
@@ -62,8 +40,11 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
         return rest_error(A2AError(A2AErrorKind.INTERNAL_ERROR,
                                    f"The directory cannot be searched now: {error.message}"),
                           status=503)
-    body: dict[str, Any] = {"agents": [entry(endpoint, peer) for peer in page.peers
-                                       if peer.aid != endpoint.node.aid]}
+    # The anet listing, with the URLs an A2A client resolves the agent's card from.
+    agents = [{"aid": item["aid"], "url": endpoint.urls(item["aid"]).base,
+               "cardUrl": endpoint.urls(item["aid"]).card} | item
+              for item in directory_listing(page.peers, own_aid=endpoint.node.aid)]
+    body: dict[str, Any] = {"agents": agents}
     if page.next_cursor:
         body["nextCursor"] = page.next_cursor
     return json_reply(body)

@@ -1,5 +1,6 @@
-"""The operator's task commands: inbox, reply, reject, policy, trust, agents, send, tasks,
-task, evidence verify, keys rotate. They reach the daemon only through ``/tasks/`` routes."""
+"""Tasks: ``anet send``, ``tasks``, ``task``, ``inbox``, ``reply``, ``reject``, ``policy``,
+``trust``, and the ``/tasks/`` control routes they call (the daemon is reached only through them).
+"""
 
 from __future__ import annotations
 
@@ -8,18 +9,154 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+from aiohttp import web
+from pydantic import Field
+
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
-from anet_core.daemon import running_pid
+from anet_core.control.parsing import RequestBody, query_number, read_body
 from anet_core.errors import AnetError
-from anet_core.evidence import chain_path, verify
-from anet_core.identity import Identity, is_aid
+from anet_core.identity import is_aid
+from anet_core.node import NODE_KEY, Node
 from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
-from anet_core.records import CliCommand
+from anet_core.records import CliCommand, ControlRoutes
+from anet_core.tasks import TaskError, TaskLayer
+from anet_core.tasks.common import new_id
 from anet_core.wire import TaskState
 
 WAIT_POLL_S = 0.2
 DEFAULT_WAIT_S = 300.0
+
+# --- control routes ------------------------------------------------------------------------------
+
+routes = web.RouteTableDef()
+
+
+class SendRequest(RequestBody):
+    aid: str
+    text: str = Field(min_length=1)
+    skill: str | None = None
+
+
+class ReplyRequest(RequestBody):
+    task_id: str = Field(alias="taskId")
+    text: str = Field(min_length=1)
+    input_required: bool = Field(default=False, alias="inputRequired")
+
+
+class TaskIdRequest(RequestBody):
+    task_id: str = Field(alias="taskId")
+
+
+class RejectRequest(RequestBody):
+    task_id: str = Field(alias="taskId")
+    reason: str | None = None
+
+
+class PolicyRequest(RequestBody):
+    policy: str
+
+
+class AidRequest(RequestBody):
+    aid: str
+
+
+def _layer(request: web.Request) -> TaskLayer:
+    return request.config_dict[NODE_KEY].tasks
+
+
+@routes.post("/send")
+async def send(request: web.Request) -> web.Response:
+    body = await read_body(request, SendRequest)
+    message = {"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": body.text}]}
+    return web.json_response(await _layer(request).send(body.aid, message, skill=body.skill))
+
+
+@routes.get("/list")
+async def list_tasks(request: web.Request) -> web.Response:
+    query = request.query
+    page_size = query_number(query, "pageSize", 50)
+    layer = _layer(request)
+    page = layer.list(query.get("aid"), context_id=query.get("contextId"),
+                      state=query.get("status"), page_size=page_size,
+                      page_token=query.get("pageToken", ""), include_artifacts=True)
+    page["tasks"] = [task | {"peer": layer.requester.peer_of(task["id"])}
+                     for task in page["tasks"]]
+    return web.json_response(page)
+
+
+@routes.get("/task/{task_id}")
+async def get_task(request: web.Request) -> web.Response:
+    """A task this node sent, or else one it received (the operator sees both)."""
+    layer, task_id = _layer(request), request.match_info["task_id"]
+    try:
+        return web.json_response(layer.get(None, task_id) | {
+            "role": "requester", "peer": layer.requester.peer_of(task_id)})
+    except TaskError:
+        received = layer.provider.received(task_id)
+        if received is None:
+            raise
+        return web.json_response(received | {"role": "provider"})
+
+
+@routes.post("/cancel")
+async def cancel(request: web.Request) -> web.Response:
+    body = await read_body(request, TaskIdRequest)
+    return web.json_response(await _layer(request).cancel(None, body.task_id))
+
+
+@routes.get("/inbox")
+async def inbox(request: web.Request) -> web.Response:
+    return web.json_response({"tasks": _layer(request).provider.inbox()})
+
+
+@routes.post("/reply")
+async def reply(request: web.Request) -> web.Response:
+    body = await read_body(request, ReplyRequest)
+    return web.json_response(await _layer(request).provider.reply(
+        body.task_id, body.text, input_required=body.input_required))
+
+
+@routes.post("/reject")
+async def reject(request: web.Request) -> web.Response:
+    body = await read_body(request, RejectRequest)
+    return web.json_response(await _layer(request).provider.reject(body.task_id, body.reason))
+
+
+@routes.get("/policy")
+async def policy(request: web.Request) -> web.Response:
+    return web.json_response({"policy": _layer(request).policy.value})
+
+
+@routes.post("/policy")
+async def set_policy(request: web.Request) -> web.Response:
+    body = await read_body(request, PolicyRequest)
+    return web.json_response({"policy": _layer(request).set_policy(body.policy).value})
+
+
+@routes.get("/trust")
+async def trusted(request: web.Request) -> web.Response:
+    return web.json_response({"trusted": _layer(request).trusted()})
+
+
+@routes.post("/trust/add")
+async def trust(request: web.Request) -> web.Response:
+    body = await read_body(request, AidRequest)
+    return web.json_response({"aid": body.aid, "changed": _layer(request).trust(body.aid)})
+
+
+@routes.post("/trust/remove")
+async def distrust(request: web.Request) -> web.Response:
+    body = await read_body(request, AidRequest)
+    return web.json_response({"aid": body.aid, "changed": _layer(request).distrust(body.aid)})
+
+
+@hookimpl
+def anet_routes(node: Node) -> list[ControlRoutes]:
+    return [ControlRoutes(module="tasks", routes=[*routes])]
+
+
+# --- what the commands print ---------------------------------------------------------------------
 
 
 def _require_aid(aid: str) -> str:
@@ -68,7 +205,12 @@ def _print_task(task: dict[str, Any]) -> None:
         print(f"  [artifact {name}] {_text_of({'artifacts': [artifact]})}")
 
 
-# --- requester commands ------------------------------------------------------------------------
+def _settled(task: dict[str, Any]) -> bool:
+    state = TaskState(task["status"]["state"])
+    return state.is_terminal or state.is_interrupted
+
+
+# --- requester commands --------------------------------------------------------------------------
 
 
 def _run_send(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -85,11 +227,6 @@ def _run_send(args: argparse.Namespace, ctx: CliContext) -> int:
         if _settled(task):
             print(_text_of(task))
     return 0 if not args.wait or _settled(task) else 3
-
-
-def _settled(task: dict[str, Any]) -> bool:
-    state = TaskState(task["status"]["state"])
-    return state.is_terminal or state.is_interrupted
 
 
 def _run_tasks(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -114,27 +251,7 @@ def _run_task(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-def _run_agents(args: argparse.Namespace, ctx: CliContext) -> int:
-    query = {key: value for key, value in (("skill", args.skill), ("q", args.q), ("tag", args.tag))
-             if value}
-    page = ctx.daemon.get(f"/tasks/agents?{urlencode(query)}")
-    if args.json:
-        ctx.print_json(page)
-        return 0
-    if not page["agents"]:
-        print("No agent matches." if query else "The directory is empty.")
-    for agent in page["agents"]:
-        mark = " official" if agent["official"] else ""
-        name = agent.get("name") or ("(no name)" if agent["verification"] == "VERIFIED"
-                                     else "(card not verified)")
-        print(f"{agent['aid']}  {agent['verification']:<10} {agent['keyState']:<5}{mark}  {name}")
-        skills = ", ".join(skill.get("id", "") for skill in agent.get("skills", []))
-        if skills:
-            print(f"    skills: {skills}")
-    return 0
-
-
-# --- provider commands -------------------------------------------------------------------------
+# --- provider commands ---------------------------------------------------------------------------
 
 
 def _run_inbox(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -161,14 +278,6 @@ def _run_reply(args: argparse.Namespace, ctx: CliContext) -> int:
 def _run_reject(args: argparse.Namespace, ctx: CliContext) -> int:
     task = ctx.daemon.post("/tasks/reject", {"taskId": args.task_id, "reason": args.reason})
     print(f"task {task['id']}: {_state(task)}")
-    return 0
-
-
-def _run_review(args: argparse.Namespace, ctx: CliContext) -> int:
-    review = ctx.daemon.post("/tasks/review", {"taskId": args.task_id, "rating": args.rating,
-                                               "text": args.text})
-    print(f"reviewed {review['subject']}: {review['rating']}/5, with the receipt of task "
-          f"{args.task_id}")
     return 0
 
 
@@ -201,40 +310,12 @@ def _run_trust(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-# --- evidence and keys ---------------------------------------------------------------------------
-
-
-def _run_evidence_verify(args: argparse.Namespace, ctx: CliContext) -> int:
-    identity = Identity.load(ctx.paths.identity)
-    report = verify(chain_path(ctx.paths.root), identity.verified_history)
-    if report.ok:
-        print(f"evidence chain OK: {report.records} records, signed by {identity.aid}")
-        return 0
-    print(f"evidence chain has {len(report.issues)} problem(s) in {report.records} records:")
-    for issue in report.issues:
-        where = f" (seq {issue.seq})" if issue.seq is not None else ""
-        print(f"  {issue.reason}{where}: {issue.detail}")
-    return 1
-
-
-def _run_keys_rotate(args: argparse.Namespace, ctx: CliContext) -> int:
-    if running_pid(ctx.paths) is not None:
-        result = ctx.daemon.post("/tasks/keys/rotate", {"emergency": args.emergency})
-        key_seq = result["keySeq"]
-        tail = "; the card was republished"
-    else:
-        key_seq = Identity.load(ctx.paths.identity).rotate(emergency=args.emergency).key_seq
-        tail = "; the card is republished when the node next connects"
-    kind = "emergency rotation (signed by the recovery key)" if args.emergency else "rotation"
-    print(f"key {kind} done: now at key seq {key_seq}{tail}")
-    return 0
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 @hookimpl
 def anet_cli_commands() -> list[CliCommand]:
-    def json_flag(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--json", action="store_true", help="print JSON")
-
     def configure_send(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("aid", help="the agent's AID (see `anet agents`)")
         parser.add_argument("text", help="the message")
@@ -242,22 +323,16 @@ def anet_cli_commands() -> list[CliCommand]:
                             help="wait until the task ends or asks for input")
         parser.add_argument("--timeout", type=float, default=DEFAULT_WAIT_S,
                             help="seconds --wait waits at most (default %(default)s)")
-        json_flag(parser)
+        _json_flag(parser)
 
     def configure_tasks(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--aid", help="only tasks sent to this agent")
         parser.add_argument("--limit", type=int, default=50, help="at most this many (1-100)")
-        json_flag(parser)
+        _json_flag(parser)
 
     def configure_task(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("task_id", metavar="task-id")
-        json_flag(parser)
-
-    def configure_agents(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--skill", help="only agents with this skill")
-        parser.add_argument("--tag", help="only agents with a skill tagged so")
-        parser.add_argument("--q", help="words that must occur in the name or description")
-        json_flag(parser)
+        _json_flag(parser)
 
     def configure_reply(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--input-required", action="store_true",
@@ -269,12 +344,6 @@ def anet_cli_commands() -> list[CliCommand]:
         parser.add_argument("task_id", metavar="task-id")
         parser.add_argument("--reason", help="what the requester is told")
 
-    def configure_review(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("task_id", metavar="task-id", help="a task you sent that completed")
-        parser.add_argument("rating", type=int, choices=range(1, 6), metavar="RATING",
-                            help="1 (poor) to 5 (excellent)")
-        parser.add_argument("text", nargs="?", default="", help="a few words for others")
-
     def configure_policy(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("action", choices=("show", "set"))
         parser.add_argument("policy", nargs="?", choices=("closed", "trusted", "open"))
@@ -283,10 +352,6 @@ def anet_cli_commands() -> list[CliCommand]:
         parser.add_argument("action", choices=("add", "remove", "list"))
         parser.add_argument("aid", nargs="?")
 
-    def configure_rotate(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--emergency", action="store_true",
-                            help="rotate with the recovery key: the old keys are revoked")
-
     return [
         CliCommand("send", "send a text task to a remote agent", configure_send, _run_send,
                    module="core"),
@@ -294,25 +359,14 @@ def anet_cli_commands() -> list[CliCommand]:
                    module="core"),
         CliCommand("task", "show one task, sent or received", configure_task, _run_task,
                    module="core"),
-        CliCommand("agents", "search the directory of the home hub (verified fields only)",
-                   configure_agents, _run_agents, module="core"),
-        CliCommand("inbox", "tasks other agents sent that wait for you", json_flag, _run_inbox,
+        CliCommand("inbox", "tasks other agents sent that wait for you", _json_flag, _run_inbox,
                    module="core"),
         CliCommand("reply", "answer a task in the inbox (completes it, with a signed receipt)",
                    configure_reply, _run_reply, module="core"),
         CliCommand("reject", "decline a task in the inbox", configure_reject, _run_reject,
                    module="core"),
-        CliCommand("review", "rate the agent that completed one of your tasks, at the hub",
-                   configure_review, _run_review,
-                   description="Publish a signed review of the agent that completed the task. "
-                               "The hub accepts it only with the agent's signed receipt of that "
-                               "task, and counts one review per task.", module="core"),
         CliCommand("policy", "show or set who may send you tasks: closed, trusted, open",
                    configure_policy, _run_policy, module="core"),
         CliCommand("trust", "the agents whose tasks you accept under the trusted policy",
                    configure_trust, _run_trust, module="core"),
-        CliCommand("evidence verify", "check the evidence chain for changed, removed or "
-                   "inserted records", lambda parser: None, _run_evidence_verify, module="core"),
-        CliCommand("keys rotate", "rotate this node's keys (the AID stays)", configure_rotate,
-                   _run_keys_rotate, module="core"),
     ]
