@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -21,19 +21,36 @@ from anet_core.records import CheckResult, CheckStatus, DoctorCheck
 log = logging.getLogger(__name__)
 
 
+STATUS_TIMEOUT_S = 5.0
+"""How long the doctor waits for the daemon's status; a check that needs it fails after that."""
+
+
 @dataclass
 class CheckContext(CliContext):
     """What a check may look at. ``config`` raises :class:`AnetError` when config.json is bad."""
+
+    _status: asyncio.Future[dict[str, Any]] | None = field(default=None, init=False, repr=False)
 
     @cached_property
     def daemon_pid(self) -> int | None:
         return running_pid(self.paths)
 
-    def daemon_status(self) -> dict[str, Any] | None:
-        """The running daemon's status, or None when it is not running."""
+    async def daemon_status(self) -> dict[str, Any] | None:
+        """The running daemon's status, or None when it is not running.
+
+        Read once per doctor run, in a worker thread: a daemon that does not answer makes the
+        checks that await this fail (daemon-unreachable, or their own timeout), while the event
+        loop, and so every other check, runs on. Raises :class:`AnetError` when it cannot be read.
+        """
         if self.daemon_pid is None:
             return None
-        return ControlClient(self.paths, timeout=5.0).get("/core/status")
+        if self._status is None:
+            client = ControlClient(self.paths, timeout=STATUS_TIMEOUT_S)
+            self._status = asyncio.ensure_future(asyncio.to_thread(client.get, "/core/status"))
+            # Retrieved here too, so a read that only timed-out checks awaited logs nothing.
+            self._status.add_done_callback(lambda read: read.cancelled() or read.exception())
+        # One check timing out must not cancel the read the other checks await.
+        return await asyncio.shield(self._status)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ async def identity_valid(ctx: CheckContext) -> CheckResult:
 
 
 async def daemon_running(ctx: CheckContext) -> CheckResult:
-    status = ctx.daemon_status()
+    status = await ctx.daemon_status()
     if status is None:
         return CheckResult(WARN, "the daemon is not running", hint="start it with `anet up`")
     down = [listener for listener in status["listeners"] if listener["state"] != "up"]

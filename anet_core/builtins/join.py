@@ -89,7 +89,7 @@ def anet_routes(node: Node) -> list[ControlRoutes]:
 
 
 async def hub_connection(ctx: CheckContext) -> CheckResult:
-    status = ctx.daemon_status()
+    status = await ctx.daemon_status()
     if status is None:
         return CheckResult(CheckStatus.SKIP, "the daemon is not running",
                            hint="start it with `anet up`")

@@ -20,7 +20,7 @@ async def interface_state(ctx: CheckContext) -> CheckResult:
         return CheckResult(CheckStatus.WARN, "the local A2A interface has not started yet",
                            hint="start the node with `anet up`")
     address = state.address_file.read_text(encoding="ascii").strip()
-    status = ctx.daemon_status()
+    status = await ctx.daemon_status()
     if status is None:
         return CheckResult(CheckStatus.WARN, f"down (the daemon is not running); address "
                            f"{address}", hint="start the node with `anet up`")
