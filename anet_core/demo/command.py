@@ -129,7 +129,7 @@ async def _build(network: EmbeddedNetwork, progress: Progress) -> tuple[DemoNode
     async def start(node: DemoNode) -> None:
         async with progress.step(f"starting {node.name}") as step:
             await network.start_node(node)
-            role = (f"local A2A endpoint http://{node.a2a_addr}" if node is alice
+            role = (f"local A2A endpoint {node.a2a.url}" if node is alice
                     else "backend: the text agent")
             step.result = f"{node.name} registered at the hub; {role}"
 
@@ -216,19 +216,19 @@ def _print_try_it(progress: Progress, network: EmbeddedNetwork, alice: DemoNode,
     client = _shell_path(network.agent_root / "examples" / "client.py")
     anet = _anet_command()
     data_dir = shlex.quote(str(alice.paths.root))
+    token_file = shlex.quote(str(alice.a2a.token_file))
     progress.line(f"""
 The network stays up. In another terminal (bash or zsh), talk to bob through alice's local
 A2A endpoint. The token is read from its file and passed on a file descriptor, never printed
 and never an argument:
 
   export ANET_DATA_DIR={data_dir}
-  ADDR=$(cat "$ANET_DATA_DIR/modules/a2a/a2a_addr.txt")
-  TOKEN=$(cat "$ANET_DATA_DIR/modules/a2a/a2a_token.txt")
+  TOKEN=$(cat {token_file})
   auth() {{ printf 'Authorization: Bearer %s\\n' "$TOKEN"; }}
 
-  curl -s -H @<(auth) "http://$ADDR/a2a/v1/agents"
+  curl -s -H @<(auth) "{alice.a2a.agents_url}"
   curl -s -H @<(auth) -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' \\
-      "http://$ADDR/a2a/v1/agents/{bob.aid}/jsonrpc" -d '{{
+      "{alice.jsonrpc_urls[bob.aid]}" -d '{{
         "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
         "params": {{"message": {{"role": "ROLE_USER", "messageId": "m-0001",
           "parts": [{{"text": "transform title: hello from curl"}}]}}}}}}'

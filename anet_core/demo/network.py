@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from anet_core.config import read_raw, write_config
+from anet_core.control.client import answer
 from anet_core.errors import AnetError
 from anet_core.settings import DataPaths
 from anet_core.util.fsutil import write_private
@@ -161,29 +162,52 @@ def text_agent_root() -> Path:
 # --- nodes ---------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class A2AEndpoint:
+    """A node's local A2A endpoint as its a2a module describes it (``GET /a2a/endpoint``)."""
+
+    url: str
+    agents_path: str
+    token_file: Path
+
+    @property
+    def agents_url(self) -> str:
+        return f"{self.url}{self.agents_path}"
+
+    def agent_url(self, aid: str) -> str:
+        """The URL of agent ``aid`` on this endpoint, where its proxy card is."""
+        return f"{self.agents_url}/{aid}"
+
+    def token(self) -> str:
+        return self.token_file.read_text().strip()
+
+
 @dataclass
 class DemoNode:
-    """One node of the network: its data directory, AID and daemon."""
+    """One node of the network: its data directory, AID and daemon, and its local A2A endpoint
+    once it started with one."""
 
     name: str
     paths: DataPaths
     aid: str
     child: Child | None = None
+    endpoint: A2AEndpoint | None = None
+    jsonrpc_urls: dict[str, str] = field(default_factory=dict)
+    """The JSON-RPC interface of each remote agent, from its proxy card."""
 
     @property
-    def a2a_state(self) -> Path:
-        return self.paths.root / "modules" / "a2a"
-
-    @property
-    def a2a_addr(self) -> str:
-        return (self.a2a_state / "a2a_addr.txt").read_text().strip()
+    def a2a(self) -> A2AEndpoint:
+        if self.endpoint is None:
+            raise AnetError("demo-no-a2a", f"{self.name} was started without its local A2A "
+                            "endpoint")
+        return self.endpoint
 
     def a2a_token(self) -> str:
-        return (self.a2a_state / "a2a_token.txt").read_text().strip()
+        return self.a2a.token()
 
     def agent_url(self, aid: str) -> str:
         """The URL of agent ``aid`` on this node's local A2A endpoint (its proxy card)."""
-        return f"http://{self.a2a_addr}/a2a/v1/agents/{aid}"
+        return self.a2a.agent_url(aid)
 
 
 @dataclass
@@ -380,25 +404,29 @@ class EmbeddedNetwork:
 
         status = await self.until(ready, "starting and registering at the hub", node.child)
         if a2a:
-            listener = next((item for item in status["listeners"] if item["name"] == "a2a"), None)
-            if listener is None or listener["state"] != "up":
+            try:
+                found = await self.control(node, "GET", "/a2a/endpoint")
+            except AnetError as error:
                 raise AnetError("demo-a2a-down", f"{node.name}'s local A2A endpoint is not up: "
-                                f"{(listener or {}).get('detail') or 'no a2a listener'}",
-                                detail=node.child.log_tail())
+                                f"{error.message}", detail=node.child.log_tail()) from None
+            node.endpoint = A2AEndpoint(found["url"], found["agentsPath"],
+                                        Path(found["tokenFile"]))
         return status
 
     async def control(self, node: DemoNode, method: str, path: str,
                       body: Any = None) -> Any:
-        """A call on the node's control plane, as the CLI makes it."""
+        """A call on the node's control plane, as the CLI makes it; a refusal is the AnetError
+        the route raised."""
         address = node.paths.control_addr.read_text().strip()
         token = node.paths.control_token.read_text().strip()
         async with self.session.request(method, f"http://{address}{path}", json=body,
                                         headers={"Authorization": f"Bearer {token}"}) as response:
-            answer = await response.json(content_type=None)
-            if response.status >= 400:
-                raise AnetError(answer.get("error", "demo-control-error"),
-                                f"{node.name}: {method} {path}: {answer.get('message')}")
-            return answer
+            data = await response.read()
+        try:
+            return answer(method, path, response.status, response.content_type, data)
+        except AnetError as error:
+            error.message = f"{node.name}: {error.message}"
+            raise
 
     async def trust(self, node: DemoNode, other: DemoNode) -> None:
         await self.control(node, "POST", "/tasks/trust/add", {"aid": other.aid})
@@ -412,7 +440,7 @@ class EmbeddedNetwork:
         """Wait until ``aid`` is listed on the requester's endpoint with a verified card."""
 
         async def entry() -> dict[str, Any] | None:
-            async with self.session.get(f"http://{requester.a2a_addr}/a2a/v1/agents",
+            async with self.session.get(requester.a2a.agents_url,
                                         headers=self.a2a_headers(requester)) as response:
                 agents = (await response.json()).get("agents", [])
             return next((agent for agent in agents if agent["aid"] == aid
@@ -421,18 +449,33 @@ class EmbeddedNetwork:
         return await self.until(entry, f"waiting for {requester.name} to see {aid}",
                                 requester.child)
 
+    async def jsonrpc_url(self, requester: DemoNode, aid: str) -> str:
+        """Where the requester's endpoint takes JSON-RPC for ``aid``: the interface its proxy
+        card names, as any A2A client finds it."""
+        if aid not in requester.jsonrpc_urls:
+            async with self.session.get(requester.agent_url(aid),
+                                        headers=self.a2a_headers(requester)) as response:
+                card = await response.json(content_type=None)
+            url = next((interface.get("url") for interface in card.get("supportedInterfaces", [])
+                        if interface.get("protocolBinding") == "JSONRPC"), None)
+            if url is None:
+                raise AnetError("demo-a2a-error", f"the proxy card of {aid} names no JSON-RPC "
+                                "interface", detail=str(card))
+            requester.jsonrpc_urls[aid] = url
+        return requester.jsonrpc_urls[aid]
+
     async def jsonrpc(self, requester: DemoNode, aid: str, method: str,
                       params: dict[str, Any]) -> dict[str, Any]:
         """One JSON-RPC call on the requester's endpoint; the result, or the error as AnetError."""
         body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        async with self.session.post(f"{requester.agent_url(aid)}/jsonrpc", json=body,
+        async with self.session.post(await self.jsonrpc_url(requester, aid), json=body,
                                      headers=self.a2a_headers(requester)) as response:
-            answer = await response.json(content_type=None)
-        if "error" in answer:
-            error = answer["error"]
+            reply = await response.json(content_type=None)
+        if "error" in reply:
+            error = reply["error"]
             raise AnetError("demo-a2a-error", f"{method} answered {error.get('code')}: "
                             f"{error.get('message')}", detail=str(error.get("data", "")))
-        return answer["result"]
+        return reply["result"]
 
     async def send_text(self, requester: DemoNode, aid: str, text: str,
                         timeout: float = SEND_TIMEOUT_S) -> dict[str, Any]:

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from anet_a2a import cli, doctor
+from anet_a2a import cli, control, doctor
 from anet_a2a.server import local_a2a
 from anet_a2a.state import MODULE
-from anet_core.api import CliCommand, ConfigBlock, DoctorCheck, Lifespan, Node, hookimpl
+from anet_core.api import (
+    CliCommand,
+    ConfigBlock,
+    ControlRoutes,
+    DoctorCheck,
+    Lifespan,
+    Node,
+    hookimpl,
+)
 
 
 class A2AConfig(BaseModel):
@@ -24,6 +32,11 @@ def anet_config_blocks() -> list[ConfigBlock]:
 @hookimpl
 def anet_lifespan(node: Node) -> list[Lifespan]:
     return [Lifespan(name="a2a-endpoint", open=lambda: local_a2a(node), module="a2a")]
+
+
+@hookimpl
+def anet_routes(node: Node) -> list[ControlRoutes]:
+    return [control.control_routes()]
 
 
 @hookimpl
