@@ -83,7 +83,8 @@ class Config:
 
 
 def initial_config() -> dict[str, Any]:
-    """What ``anet init`` writes: the core's sections and no module blocks (the seed: no a2a)."""
+    """What ``anet init`` writes: the core's sections and no module blocks (the a2a module needs
+    none, docs/configuration.md)."""
     return {"node": {}, "modules": {}}
 
 

@@ -124,15 +124,12 @@ class Node:
 
     async def _open_core_services(self, stack: AsyncExitStack) -> None:
         """Store, evidence chain, hub link and task layer, in this order; closed in reverse."""
-        # SLOT store/evidence (task-layer engineer)
         from anet_core.evidence import EvidenceChain, chain_path
         from anet_core.store import open_store
         self.store = await stack.enter_async_context(open_store(self.paths.database))
         self.evidence = EvidenceChain(chain_path(self.paths.root), self.identity)
-        # SLOT hub (hub engineer)
         from anet_core.link.client import open_hub_link
         self.hub = await stack.enter_async_context(open_hub_link(self))
-        # SLOT tasks (task-layer engineer)
         from anet_core.tasks import open_task_layer
         self.tasks = await stack.enter_async_context(open_task_layer(self, receive=False))
 

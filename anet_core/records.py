@@ -29,7 +29,7 @@ class ConfigBlock:
 
     ``also_read_from`` names other modules' blocks in which this module's keys may be written
     too: the loader moves them here before validation, whether the other module is installed or
-    not (the seed documents ``modules.a2a.backends`` for the backends module).
+    not (the backends module reads ``modules.a2a.backends``, docs/configuration.md).
     """
 
     module: str

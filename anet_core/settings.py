@@ -44,7 +44,8 @@ class Settings(BaseSettings):
 
 @dataclass(frozen=True)
 class DataPaths:
-    """Where everything lives inside the data directory (DESIGN.md, "Data directory")."""
+    """Where everything lives inside the data directory (docs/configuration.md, "The data
+    directory")."""
 
     root: Path
 

@@ -1,4 +1,5 @@
-"""Go duration syntax ("1h30m", "2m", "1.5s", "0"), as the seed's configuration keys use it."""
+"""Go duration syntax ("1h30m", "2m", "1.5s", "0"), as config.json's durations use it
+(docs/configuration.md, "Durations")."""
 
 from __future__ import annotations
 

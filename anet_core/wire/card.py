@@ -245,7 +245,7 @@ class AgentCard(WireModel):
         return next((i for i in self.supported_interfaces if i.protocol_binding == binding), None)
 
     def unsigned_wire(self) -> dict[str, object]:
-        """The ProtoJSON object without ``signatures``: the input of JCS for signing (§8.4)."""
+        """The ProtoJSON object without ``signatures``: the input of JCS for signing (A2A §8.4)."""
         body = self.wire()
         body.pop("signatures", None)
         return body

@@ -1,7 +1,10 @@
 """The A2A error catalogue as data, the ``A2AError`` exception, and its two wire renderings.
 
-JSON-RPC (digest §7.2): ``{"code", "message", "data": [ErrorInfo, BadRequest?]}`` at HTTP 200.
-REST (digest §7.3):
+The catalogue is the error table of the A2A specification, with the error format of each
+binding (https://a2a-protocol.org/latest/specification/); docs/a2a.md, "Errors", says which
+anet sends when.
+JSON-RPC: ``{"code", "message", "data": [ErrorInfo, BadRequest?]}`` at HTTP 200.
+REST (HTTP+JSON):
 ``{"error": {"code": <http>, "status": <gRPC name>, "message", "details": [...]}}``.
 Clients map errors by JSON-RPC code or by ``ErrorInfo.reason``, never by message text, so the
 message is free to say what was wrong and with which value.
@@ -23,7 +26,7 @@ A2A_ERROR_DOMAIN = "a2a-protocol.org"
 
 @dataclass(frozen=True, slots=True)
 class ErrorSpec:
-    """One row of the master table (digest §7.1)."""
+    """One row of the specification's error table."""
 
     sdk_name: str
     """The class name in ``a2a.utils.errors`` (for logs and for readers who know the SDK)."""
@@ -38,7 +41,8 @@ class ErrorSpec:
     default_message: str
     """The SDK's default message."""
     spec_1_0_0_http_status: int
-    """REST status per spec 1.0.0, which TCK 1.0-dev still encodes (digest §14.1)."""
+    """REST status per spec 1.0.0, which the TCK's 1.0-dev branch still encodes
+    (docs/conformance.md)."""
     jsonrpc_data: bool = True
     """False where the SDK's JSON-RPC error carries no ``data`` (parse error, unknown method)."""
 
@@ -161,7 +165,7 @@ class A2AError(Exception):
 
 
 def jsonrpc_error_object(error: A2AError) -> dict[str, Any]:
-    """The ``error`` member of a JSON-RPC response (digest §7.2); ``data`` is always an array."""
+    """The ``error`` member of a JSON-RPC response; ``data`` is always an array."""
     body: dict[str, Any] = {"code": error.code, "message": error.message}
     if error.kind.spec.jsonrpc_data:
         body["data"] = error.typed_details()
@@ -169,7 +173,7 @@ def jsonrpc_error_object(error: A2AError) -> dict[str, Any]:
 
 
 def rest_error_body(error: A2AError) -> dict[str, Any]:
-    """The google.rpc.Status body of a REST error (digest §7.3); send it with
+    """The google.rpc.Status body of a REST error; send it with
     ``error.http_status`` and ``Content-Type: application/json``."""
     return {"error": {
         "code": error.http_status,
@@ -244,7 +248,7 @@ def invalid_params(exc: ValidationError, prefix: str = "") -> A2AError:
     """An InvalidParams error that names every offending field (camelCase path) and value.
 
     ``details`` carries ``{"errors": [{"field", "message"}]}`` and a BadRequest lists the same
-    violations, which is the SDK's shape (digest §7.2).
+    violations, which is the official a2a-sdk's shape.
     """
     violations: list[FieldViolation] = []
     sentences: list[str] = []

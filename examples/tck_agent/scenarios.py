@@ -1,7 +1,8 @@
 """The A2A TCK's scenario agent: the behaviour the kit asks for, selected by messageId prefix.
 
-The kit drives its system under test through the prefix of each message's ``messageId`` (see
-shared/reference/a2a-tck-notes.md, "Scenarios"); the longest matching prefix wins, so that
+The kit (https://github.com/a2aproject/a2a-tck; docs/conformance.md says how it runs here)
+drives its system under test through the prefix of each message's ``messageId``; the longest
+matching prefix wins, so that
 ``tck-artifact-file-url`` is not taken for ``tck-artifact-file``. Any other message completes
 with an echo. Texts and payloads are the ones the kit's reference agent uses.
 """

@@ -1,5 +1,5 @@
-"""Each request check, in the seed's order (a request failing two gets the first answer), and the
-bad input of the issue: never a 500, never a task created twice."""
+"""Each request check, in the order docs/a2a.md gives (a request failing two gets the first
+answer), and bad input: never a 500, never a task created twice."""
 
 from __future__ import annotations
 

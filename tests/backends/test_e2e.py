@@ -1,5 +1,5 @@
 """Backends end to end: a real hub (`anet hub serve`), a real provider daemon B (`anet up`, its
-backends module configured where the seed puts it, modules.a2a, with the a2a module left out)
+backends module configured inside modules.a2a, with the a2a module left out)
 and requester nodes A (trusted by B) and Carol (a stranger) running their real task layers in this
 process, with backends served by the official a2a-sdk 1.x server on unix sockets.
 

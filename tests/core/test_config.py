@@ -64,8 +64,8 @@ BACKEND = {"match": "*", "url": "unix:///run/agent.sock"}
 
 
 @pytest.mark.parametrize("disabled", [set(), {"a2a"}], ids=["with-a2a", "without-a2a"])
-def test_backends_keys_in_the_seeds_a2a_block_reach_the_backends_module(tmp_path: Path,
-                                                                        disabled) -> None:
+def test_backends_keys_in_the_a2a_block_reach_the_backends_module(tmp_path: Path,
+                                                                  disabled) -> None:
     plugins = make_plugins(disabled=disabled)
     raw = {"modules": {"a2a": {"backends": [BACKEND], "retry": {"give_up_after": "0"}}}}
     config = load_config(write(tmp_path, json.dumps(raw)), plugins)

@@ -1,4 +1,4 @@
-"""The error catalogue against the digest's master table and its exact example bodies."""
+"""The error catalogue against the A2A specification's error table and exact example bodies."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from anet_core.wire import (
     rest_error_body,
 )
 
-# Digest §7.1, transcribed row by row:
+# The error table of https://a2a-protocol.org/latest/specification/, transcribed row by row:
 # name, code, reason, http (spec >= 1.0.1), grpc status, http (spec 1.0.0 / TCK).
 MASTER_TABLE: list[tuple[str, int, str, int, str, int]] = [
     ("TaskNotFoundError", -32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", 404),

@@ -1,4 +1,4 @@
-"""The request checks of every route, in the seed's order.
+"""The request checks of every route, in the order docs/a2a.md ("Errors") gives.
 
 1. Host names 127.0.0.1, localhost or [::1] with this listener's port   else 421
 2. no Origin header                                                     else 403

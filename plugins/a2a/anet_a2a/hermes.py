@@ -26,7 +26,7 @@ from anet_core.api import AnetError, write_atomic, write_private
 
 SECTION = "a2a_agents"
 TIMEOUT_S = 330
-"""Outlives a 300 s server window, as Hermes's A2A client needs (zeroclaw-hermes.md B7)."""
+"""Outlives a 300 s server window, as Hermes's A2A client needs (docs/a2a.md, "Hermes")."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _OURS = re.compile(rf"\Ahttp://127\.0\.0\.1:\d+{re.escape(AGENTS_PATH)}/([a-z2-7]{{32}})\Z")
 

@@ -1,4 +1,5 @@
-"""How answers and errors look on each binding (digest §5, §6, §7).
+"""How answers and errors look on each binding (https://a2a-protocol.org/latest/specification/;
+docs/a2a.md, "Errors").
 
 JSON-RPC: HTTP 200 and a JSON-RPC body, errors included. HTTP+JSON (and the card and list
 routes): the result at 200, an error as google.rpc.Status with its HTTP status.

@@ -1,4 +1,5 @@
-"""The HTTP+JSON binding below ``/a2a/v1/agents/{aid}/rest`` (digest §6).
+"""The HTTP+JSON binding below ``/a2a/v1/agents/{aid}/rest`` (the HTTP+JSON
+binding of https://a2a-protocol.org/latest/specification/; docs/a2a.md, "Routes").
 
 Bodies and results are bare ProtoJSON; errors are google.rpc.Status with their HTTP status.
 The ``:cancel`` and ``:subscribe`` routes come before ``tasks/{id}``, whose id excludes ``:``.

@@ -1,4 +1,5 @@
-"""Server-sent events: one ``data:`` line of single-line JSON per event (digest §5.3, §6.3).
+"""Server-sent events: one ``data:`` line of single-line JSON per event, on both bindings
+(the streaming operations of https://a2a-protocol.org/latest/specification/).
 
 An error before the first event is a plain answer (the caller raises before calling
 :func:`stream`); an error after it is an ``event: error``. A client that disconnects stops the

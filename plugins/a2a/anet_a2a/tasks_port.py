@@ -2,7 +2,7 @@
 
 The task layer speaks anet (``TaskError`` with a kebab-case reference); clients of this
 endpoint speak A2A. Every call goes through here so each refusal reaches the client as the A2A
-error the digest prescribes, with the task layer's sentence as its message.
+error docs/a2a.md ("Errors") names, with the task layer's sentence as its message.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``modules.backends`` (also accepted in ``modules.a2a``, where the seed documents it)."""
+"""``modules.backends`` (also accepted in ``modules.a2a``; docs/backends.md, "Configuration")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Forwarding one requester task to one backend: turns, retries, cancel and evidence.
 
-The rules (seed, "Forwarding tasks to a local A2A server"): a forward that failed before the
+The rules (docs/backends.md, "The forwarding rules"): a forward that failed before the
 backend could have taken the message is retried with backoff; once it was written only a busy
 answer (503) is, because a repeated message could run the requester's task twice. The mapping
 requester task → backend task lives in memory only; after a restart a follow-up message starts

@@ -38,7 +38,7 @@ SERVICE = NodeKey("backends", Backends)
 
 @hookimpl
 def anet_config_blocks() -> list[ConfigBlock]:
-    # The seed documents the keys inside modules.a2a; they belong to this module.
+    # The keys are accepted inside modules.a2a too (docs/configuration.md); they belong here.
     return [ConfigBlock(module=MODULE, model=BackendsConfig, also_read_from=("a2a",))]
 
 

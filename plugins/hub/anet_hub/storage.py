@@ -2,7 +2,7 @@
 
 Everything a hub remembers goes through :class:`HubStorage`. The embedded implementation is
 SQLite (``anet_hub.sqlite``); a shared PostgreSQL implementation (several hub instances
-behind one address, DESIGN.md "Scale-out plan") implements the same methods. The methods are
+behind one address, docs/hub.md "Scale-out plan") implements the same methods. The methods are
 coroutines for that reason, and each one is a single transaction: nothing here assumes that
 the hub process is the only writer.
 """

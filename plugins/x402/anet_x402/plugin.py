@@ -17,7 +17,7 @@ MODULE = "x402"
 
 
 class X402Config(BaseModel):
-    """``modules.x402``: spending tiers arrive with the payments issue."""
+    """``modules.x402``: this version has no keys (docs/configuration.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
