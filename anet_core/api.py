@@ -15,7 +15,7 @@ from anet_core.config import Config, read_raw, write_config
 from anet_core.control.guard import LoopbackGuard, TokenFile, bind_loopback
 from anet_core.daemon import configure_logging, running_pid
 from anet_core.doctor import CheckContext
-from anet_core.errors import AnetError
+from anet_core.errors import AnetError, ReasonError
 from anet_core.identity import (
     AID_REGEX,
     HistoryError,
@@ -25,7 +25,7 @@ from anet_core.identity import (
     verify_history,
     verify_signature,
 )
-from anet_core.link.contract import (
+from anet_core.link import (
     HubError,
     KeyState,
     PeerInfo,
@@ -59,6 +59,7 @@ from anet_core.records import (
 )
 from anet_core.settings import DataPaths
 from anet_core.tasks import InboundPolicy, Reason, TaskError, TaskLayer, TaskSubscription
+from anet_core.util.backoff import Backoff, TokenBucket
 from anet_core.util.canonical import b64u, canonical_json, unb64u
 from anet_core.util.durations import GoDuration, parse_duration
 from anet_core.util.fsutil import write_atomic, write_private
@@ -83,6 +84,7 @@ __all__ = [
     "BackendKind",
     "BackendStage",
     "BackendTarget",
+    "Backoff",
     "CardExtension",
     "CheckContext",
     "CheckResult",
@@ -111,6 +113,7 @@ __all__ = [
     "Plugins",
     "PolicyVeto",
     "Reason",
+    "ReasonError",
     "Responder",
     "SearchQuery",
     "SkillSource",
@@ -119,6 +122,7 @@ __all__ = [
     "TaskLayer",
     "TaskMetadata",
     "TaskSubscription",
+    "TokenBucket",
     "TokenFile",
     "Verification",
     "VerifiedHistory",

@@ -1,6 +1,7 @@
 """The evidence chain: append-only, hash-chained, signed records of what the node did.
 
-``<data>/evidence/chain.jsonl`` holds one record per line (canonical JSON)::
+``<data>/evidence/chain.jsonl`` (``DataPaths.evidence_chain``) holds one record per line
+(canonical JSON)::
 
     {"seq": 0, 1, 2, …, "ts": unix ms, "kind": "task.accepted", "data": {...},
      "prev": hash of the previous record (null for seq 0),
@@ -38,8 +39,6 @@ from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, ver
 from anet_core.util.canonical import b64u, canonical_json
 from anet_core.util.fsutil import write_atomic
 
-EVIDENCE_DIR = "evidence"
-CHAIN_FILE = "chain.jsonl"
 HEAD_FILE = "head.json"
 HEAD_CONTEXT = "anet-evidence-head-v1"
 KIND_PATTERN = re.compile(r"\A[a-z][a-z0-9_-]*(?:\.[a-z][a-z0-9_-]*)+\Z")
@@ -85,11 +84,6 @@ class EvidenceReport:
     @property
     def ok(self) -> bool:
         return not self.issues
-
-
-def chain_path(data_dir: Path) -> Path:
-    """Where the node's chain lives: ``<data>/evidence/chain.jsonl``."""
-    return Path(data_dir) / EVIDENCE_DIR / CHAIN_FILE
 
 
 def check_kind(kind: object) -> str:

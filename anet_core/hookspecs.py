@@ -15,7 +15,7 @@ from anet_core import PROJECT
 
 if TYPE_CHECKING:
     from anet_core.config import Config
-    from anet_core.link.contract import PeerInfo
+    from anet_core.link import PeerInfo
     from anet_core.node import Node
     from anet_core.records import (
         BackendKind,

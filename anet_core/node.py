@@ -19,7 +19,7 @@ from anet_core.settings import DataPaths, Settings
 if TYPE_CHECKING:
     from anet_core.evidence import EvidenceChain
     from anet_core.identity import Identity
-    from anet_core.link.contract import HubLink
+    from anet_core.link import HubLink
     from anet_core.store import Store
     from anet_core.tasks import TaskLayer
 
@@ -124,10 +124,10 @@ class Node:
 
     async def _open_core_services(self, stack: AsyncExitStack) -> None:
         """Store, evidence chain, hub link and task layer, in this order; closed in reverse."""
-        from anet_core.evidence import EvidenceChain, chain_path
+        from anet_core.evidence import EvidenceChain
         from anet_core.store import open_store
         self.store = await stack.enter_async_context(open_store(self.paths.database))
-        self.evidence = EvidenceChain(chain_path(self.paths.root), self.identity)
+        self.evidence = EvidenceChain(self.paths.evidence_chain, self.identity)
         from anet_core.link.client import open_hub_link
         self.hub = await stack.enter_async_context(open_hub_link(self))
         from anet_core.tasks import open_task_layer

@@ -114,11 +114,11 @@ class Plugins:
 
 
 def _duplicate(hook_name: str, claim: str, first: str, second: str) -> AnetError:
-    reference = f"{hook_name.removeprefix(f'{PROJECT}_').replace('_', '-')}-duplicate"
+    reason = f"{hook_name.removeprefix(f'{PROJECT}_').replace('_', '-')}-duplicate"
     if first == second:
-        return AnetError(reference, f"the module {first} declares {claim} twice",
+        return AnetError(reason, f"the module {first} declares {claim} twice",
                          hint=f"leave it out with ANET_DISABLE_MODULES={first} until it is fixed")
-    return AnetError(reference, f"the modules {first} and {second} both declare {claim}",
+    return AnetError(reason, f"the modules {first} and {second} both declare {claim}",
                      hint="uninstall one of them, or leave it out with ANET_DISABLE_MODULES")
 
 

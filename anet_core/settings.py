@@ -70,8 +70,14 @@ class DataPaths:
         return self.root / "anet.db"
 
     @property
-    def evidence(self) -> Path:
-        return self.root / "evidence"
+    def evidence_chain(self) -> Path:
+        """The evidence chain (``anet_core.evidence``); its signed head lies beside it."""
+        return self.root / "evidence" / "chain.jsonl"
+
+    @property
+    def hub_pin(self) -> Path:
+        """The home hub's AID and key history as first seen at ``hub.url``."""
+        return self.root / "hub-pin.json"
 
     @property
     def logs(self) -> Path:

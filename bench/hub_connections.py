@@ -25,8 +25,8 @@ from pathlib import Path
 import aiohttp
 
 from anet_core.identity import Identity
+from anet_core.link import JoinState, SearchQuery
 from anet_core.link.client import HubClient
-from anet_core.link.contract import JoinState, SearchQuery
 from anet_core.protocol.envelope import seal
 
 CONNECT_BATCH = 50

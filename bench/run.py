@@ -39,8 +39,8 @@ from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 from anet_core.demo.network import DemoNode, EmbeddedNetwork
 from anet_core.demo.progress import Progress
 from anet_core.identity import Identity
+from anet_core.link import JoinState
 from anet_core.link.client import HubClient
-from anet_core.link.contract import JoinState
 
 TEXT = ("stats: Hubs relay envelopes that are sealed end to end. Every remote agent appears on "
         "your machine as an A2A server on loopback. A node hands accepted tasks to a backend.")

@@ -28,7 +28,7 @@ from typing import Any
 from anet_core import hookimpl
 from anet_core.config import validate_config
 from anet_core.identity import Identity
-from anet_core.link.contract import JoinState
+from anet_core.link import JoinState
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from anet_core.records import InboundTask, TaskClaim

@@ -18,13 +18,13 @@ from anet_core.evidence import (
     EvidenceChain,
     EvidenceError,
     EvidenceHead,
-    chain_path,
     check_kind,
     record_hash,
     verify,
 )
 from anet_core.identity import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT
+from anet_core.settings import DataPaths
 from anet_core.util.canonical import b64u, canonical_json
 
 
@@ -35,7 +35,7 @@ def owner(tmp_path_factory: pytest.TempPathFactory) -> Identity:
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
-    return chain_path(tmp_path)
+    return DataPaths(tmp_path).evidence_chain
 
 
 def fill(path: Path, identity: Identity, count: int) -> EvidenceChain:
@@ -159,7 +159,7 @@ def test_append_refuses_a_truncated_chain(path: Path, owner: Identity) -> None:
 
 def test_append_refuses_a_rewritten_tail(path: Path, owner: Identity, tmp_path: Path) -> None:
     fill(path, owner, 2)
-    other = chain_path(tmp_path / "other")
+    other = DataPaths(tmp_path / "other").evidence_chain
     fill(other, owner, 2)
     path.write_bytes(other.read_bytes())  # a different valid chain, same length
     with pytest.raises(EvidenceError):
@@ -241,7 +241,7 @@ def test_forged_record_is_inserted(path: Path, owner: Identity) -> None:
 def test_record_from_another_chain_of_the_same_identity(path: Path, owner: Identity,
                                                         tmp_path: Path) -> None:
     fill(path, owner, 4)
-    other = chain_path(tmp_path / "other")
+    other = DataPaths(tmp_path / "other").evidence_chain
     fill(other, owner, 4)
     rewrite(path, lambda old: [*old[:2], lines(other)[2], *old[3:]])
     assert "changed" in reasons(path, owner)  # validly signed, but links to nothing here
@@ -311,7 +311,7 @@ def test_wrong_history(path: Path, owner: Identity, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def pristine(owner: Identity, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = chain_path(tmp_path_factory.mktemp("pristine"))
+    path = DataPaths(tmp_path_factory.mktemp("pristine")).evidence_chain
     fill(path, owner, 6)
     return path
 

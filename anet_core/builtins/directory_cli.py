@@ -12,7 +12,7 @@ from pydantic import Field
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.control.parsing import RequestBody, query_number, read_body
-from anet_core.link.contract import SearchQuery, directory_listing
+from anet_core.link import SearchQuery, directory_listing
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import CliCommand, ControlRoutes
 

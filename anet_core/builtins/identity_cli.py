@@ -12,7 +12,7 @@ from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.control.parsing import RequestBody, read_body
 from anet_core.daemon import running_pid
-from anet_core.evidence import chain_path, verify
+from anet_core.evidence import verify
 from anet_core.identity import Identity
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import CliCommand, ControlRoutes
@@ -48,7 +48,7 @@ def anet_routes(node: Node) -> list[ControlRoutes]:
 
 def _run_evidence_verify(args: argparse.Namespace, ctx: CliContext) -> int:
     identity = Identity.load(ctx.paths.identity)
-    report = verify(chain_path(ctx.paths.root), identity.verified_history)
+    report = verify(ctx.paths.evidence_chain, identity.verified_history)
     if report.ok:
         print(f"evidence chain OK: {report.records} records, signed by {identity.aid}")
         return 0

@@ -14,6 +14,7 @@ from anet_core.control.parsing import RequestBody, read_body
 from anet_core.daemon import running_pid
 from anet_core.doctor import CheckContext
 from anet_core.errors import AnetError
+from anet_core.link.connection import normalize_hub_url
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import CheckResult, CheckStatus, CliCommand, ControlRoutes, DoctorCheck
 
@@ -21,8 +22,6 @@ from anet_core.records import CheckResult, CheckStatus, CliCommand, ControlRoute
 
 
 def _run_join(args: argparse.Namespace, ctx: CliContext) -> int:
-    from anet_core.link.client import normalize_hub_url, pin_path
-
     try:
         url = normalize_hub_url(args.url)
     except ValueError as error:
@@ -31,7 +30,7 @@ def _run_join(args: argparse.Namespace, ctx: CliContext) -> int:
     raw.setdefault("hub", {})["url"] = url
     write_config(ctx.paths.config, raw)
     # Joining is the operator's explicit trust decision: the hub met next is pinned afresh.
-    pin_path(ctx.paths.root).unlink(missing_ok=True)
+    ctx.paths.hub_pin.unlink(missing_ok=True)
     print(f"Recorded {url} as this node's home hub in {ctx.paths.config}.")
     if running_pid(ctx.paths) is None:
         print("Start the node with `anet up`; it registers at the hub then.")
@@ -67,12 +66,8 @@ class JoinRequest(RequestBody):
 
 @routes.post("/join")
 async def hub_join(request: web.Request) -> web.Response:
-    from anet_core.link.client import HubClient
-
     node = request.config_dict[NODE_KEY]
     body = await read_body(request, JoinRequest)
-    if not isinstance(node.hub, HubClient):
-        raise AnetError("hub-bad-request", "this node's hub link cannot join another hub")
     try:
         status = await node.hub.rejoin(body.url)
     except ValueError as error:

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from anet_core.control.guard import Handler, LoopbackGuard, TokenFile, bind_loopback
 from anet_core.errors import AnetError
-from anet_core.link.contract import HubError
+from anet_core.link import HubError
 from anet_core.node import NODE_KEY, Listener, Node
 from anet_core.records import ControlRoutes
 from anet_core.util.fsutil import write_atomic
@@ -24,7 +24,7 @@ CONTROL_REALM = "anet-control"
 
 ERROR_STATUS = {"task-not-found": 404, "unknown-agent": 404, "not-registered": 409,
                 "hub-unavailable": 502}
-"""The HTTP status of a refusal by its reference; any other reference answers 400."""
+"""The HTTP status of a refusal by its reason; any other reason answers 400."""
 
 HUB_HINT = "`anet status` shows the hub connection"
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 def error_response(error: AnetError) -> web.Response:
-    return web.json_response(error.as_dict(), status=ERROR_STATUS.get(error.reference, 400))
+    return web.json_response(error.as_dict(), status=ERROR_STATUS.get(error.reason, 400))
 
 
 @web.middleware

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from anet_core.errors import ReasonError
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
@@ -23,13 +24,9 @@ from anet_core.util.canonical import b64u, canonical_json
 DOCUMENT_SIGNATURE_FIELDS = ("signer", "keySeq", "signature")
 
 
-class DocumentError(ValueError):
+class DocumentError(ReasonError, ValueError):
     """A signed document that must not be trusted. ``reason``: malformed, wrong-signer, unknown-key,
     revoked-key, stale-key or bad-signature."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def sign_document(identity: Identity, doc: dict[str, Any]) -> dict[str, Any]:

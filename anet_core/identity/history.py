@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from anet_core.errors import ReasonError
 from anet_core.identity.aid import derive_aid
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.signatures import (
@@ -49,15 +50,11 @@ MAX_HISTORY_LENGTH = 1000
 HASH_BYTES = 32
 
 
-class HistoryError(ValueError):
+class HistoryError(ReasonError, ValueError):
     """A key history that must not be trusted. ``reason`` is a short machine word:
 
     malformed, forged, reordered, replayed, truncated, forked, wrong-aid.
     """
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def statement_hash(body: dict[str, Any]) -> str:

@@ -1,16 +1,19 @@
 """What the rest of the node needs from its hub connection: the contract of ``node.hub``.
 
 The hub client (``anet_core.link.client``) implements :class:`HubLink`; the task layer and the
-modules use only this contract, so a federated or brokered hub can replace it later.
+modules use only this contract (imported from ``anet_core.link``), so a federated or brokered
+hub can replace it later.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
+
+from anet_core.errors import ReasonError
 
 if TYPE_CHECKING:
     from anet_core.identity import VerifiedHistory
@@ -113,13 +116,18 @@ class SearchQuery:
     limit: int = 50
 
 
-class HubError(Exception):
+UNKNOWN_AGENT_REASONS = frozenset({"unknown-agent", "unknown-recipient"})
+"""How the hub says it knows no such agent: ``unknown-agent`` to a lookup, ``unknown-recipient``
+to a send."""
+
+
+class HubError(ReasonError):
     """The hub refused or could not be reached. ``reason`` is a stable kebab-case word."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
+    @property
+    def unknown_agent(self) -> bool:
+        """The hub knows no such agent: asking again will not help."""
+        return self.reason in UNKNOWN_AGENT_REASONS
 
 
 EnvelopeReceiver = Callable[[dict[str, Any]], Awaitable[None]]
@@ -153,9 +161,6 @@ class HubLink(Protocol):
         """Drop what is cached about ``aid`` (everyone when None): the next ``peer`` asks the
         hub again, e.g. after an envelope failed to open with the cached keys."""
 
-    async def publish_card(self, card: dict[str, Any]) -> None:
-        """Sign and publish this node's network card (name, description, skills, charge)."""
-
     async def refresh_card(self) -> None:
         """Publish the card again if the skills the modules offer changed since the last time."""
 
@@ -163,15 +168,11 @@ class HubLink(Protocol):
         """Register again, so the hub takes this node's new key history (after a rotation),
         then republish the card signed with the new key."""
 
+    async def rejoin(self, url: str | None) -> JoinStatus:
+        """Follow a new home hub (``anet join``): drop the connection, forget what the old hub's
+        directory said, and connect to ``url`` (None: not joined). Raises ``ValueError`` naming
+        ``url`` when it is not a hub URL."""
+
     async def post_review(self, review: dict[str, Any]) -> None:
         """Publish a signed review of an agent, with the receipt that entitles it."""
 
-
-@dataclass
-class CardContent:
-    """What this node publishes about itself; modules add skills through hooks later."""
-
-    name: str
-    description: str
-    skills: list[dict[str, Any]] = field(default_factory=list)
-    charge: str = "free"

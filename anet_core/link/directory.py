@@ -8,26 +8,37 @@ key, the official list against the hub operator key pinned at first registration
 What verified may be kept briefly (:class:`PeerCache`), so that a burst of envelopes from one
 peer costs one lookup: only fully verified entries whose key is fresh, and ``keyState`` is worked
 out again from ``lastSeen`` at every read, so a kept entry never reads fresher than the hub said.
+Lookups of one AID made while one is on its way share it (:class:`Directory`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from dataclasses import replace
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, replace
+from typing import Any
 
 from anet_core.identity import HistoryError, VerifiedHistory, verify_history
-from anet_core.link.contract import KeyState, PeerInfo, Verification
+from anet_core.link.contract import (
+    HubError,
+    KeyState,
+    PeerInfo,
+    SearchPage,
+    SearchQuery,
+    Verification,
+)
 from anet_core.protocol.documents import (
     DirectoryDocError,
     OfficialList,
     verify_card,
     verify_official_list,
 )
-from anet_core.protocol.frames import DirectoryEntry
+from anet_core.protocol.frames import DirectoryEntry, EntryFrame, HubFrame, ResultsFrame
 from anet_core.util.canonical import b64u, canonical_json
 
-log = logging.getLogger("anet.hub.peers")
+log = logging.getLogger(__name__)
 
 KEY_FRESHNESS_WINDOW_S = 24 * 3600.0
 """A peer's key is ``fresh`` when its hub saw it prove possession of the history's current key
@@ -97,7 +108,6 @@ class PeerVerifier:
                         card_bytes=canonical_json(entry.card), home_hub=card.homeHub, **common)
 
 
-
 class PeerCache:
     """Verified peers by AID for ``ttl_s`` seconds (monotonic clock), at most ``max_entries``.
 
@@ -154,3 +164,74 @@ class PeerCache:
             self._entries.clear()
         else:
             self._entries.pop(aid, None)
+
+
+class Directory:
+    """The hub's directory as this node reads it: every entry verified (:class:`PeerVerifier`),
+    verified lookups kept briefly (:class:`PeerCache`), one lookup per AID at a time.
+
+    ``request`` asks the hub (``HubConnection.request``); ``hub_history`` is the hub's key
+    history as verified at the last handshake, which the official list is checked against.
+    """
+
+    def __init__(self, request: Callable[[dict[str, Any]], Awaitable[HubFrame]],
+                 hub_history: Callable[[], VerifiedHistory | None]) -> None:
+        self._request = request
+        self._hub_history = hub_history
+        self._verifier = PeerVerifier()
+        self._peers = PeerCache(self._verifier)
+        self._lookups: dict[str, asyncio.Task[PeerInfo]] = {}
+
+    async def peer(self, aid: str) -> PeerInfo:
+        """The verified entry of ``aid``: from the cache while it holds it, else one lookup
+        shared by every caller asking meanwhile."""
+        cached = self._peers.get(aid)
+        if cached is not None:
+            return cached
+        lookup = self._lookups.get(aid)
+        if lookup is None:
+            lookup = asyncio.create_task(self._lookup(aid, self._peers.epoch),
+                                         name=f"hub-lookup-{aid[:8]}")
+            self._lookups[aid] = lookup
+            lookup.add_done_callback(lambda task: self._lookup_done(aid, task))
+        return await asyncio.shield(lookup)
+
+    async def search(self, query: SearchQuery) -> SearchPage:
+        answer = await self._request({"type": "search", **{
+            key: value for key, value in asdict(query).items() if value is not None}})
+        if not isinstance(answer, ResultsFrame):
+            raise HubError("hub-protocol", f"the hub answered {answer.type} to search")
+        official = self._verifier.official_members(answer.official_list, self._hub_history())
+        return SearchPage([self._verifier.verify(entry, official) for entry in answer.entries],
+                          answer.next_cursor)
+
+    def forget(self, aid: str | None = None) -> None:
+        """Drop what is kept of ``aid`` (every AID when None): the next :meth:`peer` asks the
+        hub, and a lookup already on its way is not shared any more."""
+        self._peers.forget(aid)
+        if aid is None:
+            self._lookups.clear()
+        else:
+            self._lookups.pop(aid, None)
+
+    async def close(self) -> None:
+        lookups = list(self._lookups.values())
+        self.forget()
+        for lookup in lookups:
+            lookup.cancel()
+        await asyncio.gather(*lookups, return_exceptions=True)
+
+    async def _lookup(self, aid: str, epoch: int) -> PeerInfo:
+        answer = await self._request({"type": "lookup", "aid": aid})
+        if not isinstance(answer, EntryFrame):
+            raise HubError("hub-protocol", f"the hub answered {answer.type} to lookup")
+        official = self._verifier.official_members(answer.official_list, self._hub_history())
+        info = self._verifier.verify(answer.entry, official)
+        self._peers.put(info, epoch=epoch)
+        return info
+
+    def _lookup_done(self, aid: str, task: asyncio.Task[PeerInfo]) -> None:
+        if self._lookups.get(aid) is task:
+            del self._lookups[aid]
+        if not task.cancelled():
+            task.exception()  # retrieved: every caller that still waits gets it raised

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from anet_core.errors import ReasonError
 from anet_core.identity import (
     AID_REGEX,
     DocumentError,
@@ -94,12 +95,8 @@ class OfficialList(_Document):
     members: list[_Aid] = Field(max_length=100_000)
 
 
-class DirectoryDocError(ValueError):
+class DirectoryDocError(ReasonError, ValueError):
     """A document the directory refuses. ``reason`` is kebab-case; the message says why."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def _checked(model: type[BaseModel], doc: object, history: VerifiedHistory, *, what: str,

@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from anet_core.errors import ReasonError
 from anet_core.identity.aid import check_aid, is_aid
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
@@ -60,13 +61,9 @@ MAX_FUTURE_SKEW_S = 300
 """An envelope stamped further ahead than this (sender clock fast) is refused (from-future)."""
 
 
-class EnvelopeError(ValueError):
+class EnvelopeError(ReasonError, ValueError):
     """An envelope that must not be delivered. ``reason``: malformed, tampered, misaddressed,
     bad-signature, unknown-key, expired or from-future."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from pydantic.alias_generators import to_camel
 
+from anet_core.errors import ReasonError
 from anet_core.identity import AID_REGEX
 from anet_core.identity.history import MAX_HISTORY_LENGTH
 from anet_core.util.canonical import canonical_json
@@ -236,13 +237,13 @@ HubFrame = Annotated[
 HUB_FRAME: TypeAdapter[HubFrame] = TypeAdapter(HubFrame)
 
 
-class Refusal(Exception):
-    """What the hub answers with an :class:`ErrorFrame`: raised by the hub's handlers."""
+class Refusal(ReasonError):
+    """One side of the hub protocol refuses the other: raised by the hub's handlers (and sent
+    as an :class:`ErrorFrame`), and by a node's link when the hub's handshake fails its checks
+    or the hub refused the registration (the link then tries again later)."""
 
     def __init__(self, reason: str, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
+        super().__init__(reason, message)
         self.retry_after = retry_after
 
     def frame(self, rid: str | None) -> ErrorFrame:

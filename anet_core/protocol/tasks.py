@@ -55,7 +55,7 @@ class TaskMetadata(StrEnum):
     """On a task (requester side): the provider's receipt verified and matches the result."""
     REASON = "anet.reason"
     """On a task, an update or an A2A error: why it was refused, failed or waits (a
-    :class:`Reason`, or the reference of a task-layer error)."""
+    :class:`Reason`, or the reason of a task-layer error)."""
     EFFECT_STATUS = "anet.effect_status"
     """On a task (requester side): whether the remote agent can have acted (an
     :class:`EffectStatus`)."""

@@ -22,7 +22,7 @@ log = logging.getLogger("anet.tasks")
 
 
 class TaskError(AnetError):
-    """A task operation refused; ``reference`` is one of: invalid-aid, unknown-agent,
+    """A task operation refused; ``reason`` is one of: invalid-aid, unknown-agent,
     not-registered, hub-unavailable, invalid-message, invalid-params, task-not-found,
     task-terminal, task-not-waiting, task-not-cancelable."""
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from anet_core.identity import VerifiedHistory
-from anet_core.link.contract import HubError
+from anet_core.link import HubError
 from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
     MAX_FUTURE_SKEW_S,

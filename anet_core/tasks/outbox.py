@@ -11,27 +11,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from anet_core.link.contract import HubError, JoinState
+from anet_core.link import UNKNOWN_AGENT_REASONS, HubError, JoinState
 from anet_core.protocol.envelope import seal
 from anet_core.store import OutboxEntry, Store
 from anet_core.tasks.common import Effects
+from anet_core.util.backoff import Backoff
 
 if TYPE_CHECKING:
     from anet_core.node import Node
 
 log = logging.getLogger("anet.tasks.outbox")
 
-PERMANENT_REFUSALS = frozenset({"unknown-agent", "unknown-recipient", "envelope-too-large",
-                                "malformed-envelope", "wrong-sender", "too-large"})
+PERMANENT_REFUSALS = UNKNOWN_AGENT_REASONS | {"envelope-too-large", "malformed-envelope",
+                                              "wrong-sender", "too-large"}
 """Hub refusals that no retry can cure; anything else (unreachable, rate limits) is retried."""
-FIRST_RETRY_S = 0.5
-MAX_RETRY_S = 60.0
+RETRY = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
+"""Jittered, so many nodes do not return to a hub in step."""
 IDLE_CHECK_S = 1.0
 """Also wake this often: the hub may have come back without anyone queuing anything."""
 
@@ -39,11 +39,6 @@ RefusalHandler = Callable[[OutboxEntry, HubError], Effects]
 AcceptanceHandler = Callable[[OutboxEntry], Effects]
 """Runs in the commit that deletes the accepted entry, which is not flushed to disk (see
 ``Outbox._finish``): it may only write what accepting the same envelope again redoes."""
-
-
-def retry_delay(attempts: int) -> float:
-    """Exponential backoff with jitter, so many nodes do not return to a hub in step."""
-    return min(MAX_RETRY_S, FIRST_RETRY_S * 2 ** attempts) * random.uniform(0.8, 1.2)
 
 
 class Outbox:
@@ -105,7 +100,7 @@ class Outbox:
                 refusal = error  # the except block unbinds ``error`` when it ends
                 await self._finish(entry, lambda: self._on_refused(entry, refusal))
                 return True
-            delay = retry_delay(entry.attempts)
+            delay = RETRY.delay(entry.attempts)
             log.info("task %s: the hub did not take the message (%s); retrying in %.1f s",
                      entry.task_id, error.reason, delay)
             self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)

@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from anet_core.link.contract import HubError, JoinState
+from anet_core.link import HubError, JoinState
 from anet_core.protocol.envelope import seal
 from anet_core.protocol.tasks import (
     MAX_ALIVE_TASKS,

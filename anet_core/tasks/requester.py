@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from anet_core.identity import VerifiedHistory, is_aid
-from anet_core.link.contract import HubError, JoinState, PeerInfo
+from anet_core.link import HubError, JoinState, PeerInfo
 from anet_core.protocol.tasks import (
     EffectStatus,
     Reason,

@@ -18,7 +18,7 @@ from anet_a2a.jws import canonical_card
 from anet_a2a.portholder import find_holder
 from anet_a2a.state import PORT_RANGE, StateDir
 from anet_core import hookimpl
-from anet_core.link.contract import SearchQuery, directory_listing
+from anet_core.link import SearchQuery, directory_listing
 from anet_core.records import CardExtension
 from anet_core.settings import Settings
 from tests.a2a.conftest import Local, two_nodes
@@ -80,7 +80,7 @@ async def test_module_extensions_are_declared_on_the_proxy_card(tmp_path: Path,
 
 
 async def test_unverified_peer_gets_a_placeholder(local: Local, http, monkeypatch) -> None:
-    from anet_core.link.contract import HubError
+    from anet_core.link import HubError
 
     async def unreachable(aid):
         raise HubError("unreachable", "the hub is down")

@@ -47,6 +47,6 @@ async def test_the_route_refuses_as_one_error_while_the_interface_is_not_up(
         client = ControlClient(node.paths, timeout=10)
         with pytest.raises(AnetError) as refused:
             await asyncio.to_thread(client.get, "/a2a/endpoint")
-    assert refused.value.reference == "a2a-not-started"
+    assert refused.value.reason == "a2a-not-started"
     assert refused.value.message == "the local A2A interface did not start"
     assert refused.value.hint == "the daemon log says why"

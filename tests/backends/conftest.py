@@ -24,7 +24,7 @@ from anet_backends import forward, retry
 from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import Backend, Retry
 from anet_backends.forward import BackendTask, Forwarder
-from anet_backends.retry import Backoff
+from anet_backends.retry import RetryPlan
 from anet_core.records import InboundTask
 
 PEER = "p" * 32
@@ -143,9 +143,9 @@ def make_harness(url: str, *, token_file: Path | None = None, give_up_after: str
     async def record(kind: str, data: dict[str, Any]) -> None:
         evidence.append((kind, data))
 
-    backoff = Backoff.of(Retry(max_interval=max_interval, give_up_after=give_up_after))
+    retry = RetryPlan.of(Retry(max_interval=max_interval, give_up_after=give_up_after))
     tasks: dict[str, BackendTask] = {}
-    return Harness(Forwarder(config.target(), A2A_KIND, backoff, record,
+    return Harness(Forwarder(config.target(), A2A_KIND, retry, record,
                              idle_timeout_s=idle_timeout_s, tasks=tasks), evidence)
 
 

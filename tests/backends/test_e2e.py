@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from anet_core.evidence import chain_path
-from anet_core.link.contract import JoinState, SearchQuery
+from anet_core.link import JoinState, SearchQuery
 from anet_core.node import Node
+from anet_core.settings import DataPaths
 from tests.backends.conftest import TOKEN
 from tests.backends.sdk_backend import Seen, sdk_backend
 from tests.conftest import running_node
@@ -110,7 +110,7 @@ class Provider:
         return json.loads((await anet(self.root, *args, "--json")).stdout)
 
     def evidence(self, kind: str) -> list[dict[str, Any]]:
-        lines = chain_path(self.root).read_text().splitlines()
+        lines = DataPaths(self.root).evidence_chain.read_text().splitlines()
         return [record["data"] for record in map(json.loads, lines) if record["kind"] == kind]
 
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from pydantic import ValidationError
 
 from anet_backends import plugin
 from anet_backends.a2a_kind import A2A_KIND
-from anet_backends.config import Backend, BackendsConfig
+from anet_backends.config import Backend, BackendsConfig, Retry
 from anet_backends.service import Backends, check_policy, installed_kinds
 from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, hookimpl
 from anet_core.plugins import make_plugins
@@ -105,6 +106,12 @@ async def test_give_up_after_zero_tries_once(sock_dir: Path) -> None:
     harness = make_harness(f"unix://{sock_dir}/absent.sock", give_up_after="0")
     recorder = await harness.serve(inbound("hello"))
     assert recorder.kinds() == ["fail"] and harness.evidence[0][1]["attempts"] == 1
+
+
+@pytest.mark.parametrize("interval", ["0", "0s"])
+def test_a_zero_max_interval_is_refused(interval: str) -> None:
+    with pytest.raises(ValidationError, match="max_interval must be a positive duration"):
+        Retry(max_interval=interval)
 
 
 async def test_after_the_write_a_500_is_not_retried(sock_dir: Path) -> None:

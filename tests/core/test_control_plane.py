@@ -19,7 +19,7 @@ from anet_core.control.guard import TokenFile
 from anet_core.control.server import build_app
 from anet_core.errors import AnetError
 from anet_core.identity import Identity
-from anet_core.link.contract import HubError
+from anet_core.link import HubError
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from anet_core.records import ControlRoutes
@@ -173,6 +173,6 @@ def test_a_route_added_twice_is_refused_naming_the_module(tmp_path: Path) -> Non
                 plugins=plugins, identity=Identity.load(settings.paths.identity))
     with pytest.raises(AnetError) as refused:
         build_app(node, 1, TokenFile(tmp_path / "token"))
-    assert refused.value.reference == "routes-duplicate"
+    assert refused.value.reason == "routes-duplicate"
     assert refused.value.message == ("the module greeter declares the control route "
                                      "GET /greeter/anet-error twice")

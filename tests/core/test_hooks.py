@@ -19,8 +19,8 @@ from anet_core.cli.main import _commands, build_parser
 from anet_core.config import validate_config
 from anet_core.doctor import CheckContext, all_checks, run_checks
 from anet_core.errors import AnetError
-from anet_core.link.client import module_skills
-from anet_core.link.contract import KeyState, PeerInfo, Verification
+from anet_core.link import KeyState, PeerInfo, Verification
+from anet_core.link.card import module_skills
 from anet_core.plugins import make_plugins
 from anet_core.records import (
     BackendError,
@@ -323,7 +323,7 @@ async def test_hook_anet_policy_veto(tmp_path: Path) -> None:
     async with running_node(tmp_path / "node", plugins_with(welcome)) as node:
         with pytest.raises(TaskError) as refused:
             node.tasks.set_policy("open")
-        assert refused.value.reference == "policy-refused"
+        assert refused.value.reason == "policy-refused"
         assert "modules.greeter.strangers is set (module greeter)" in refused.value.message
         assert refused.value.hint == "unset modules.greeter.strangers"
         assert node.tasks.policy is InboundPolicy.TRUSTED
@@ -374,7 +374,7 @@ def test_duplicate_records_are_refused_naming_both_modules(tmp_path: Path) -> No
         _commands(cli_with(command("peers", "first"), command("peers", "second")))
     assert caught.value.message == ("the modules first and second both declare the command "
                                     "`anet peers`")
-    assert caught.value.reference == "cli-commands-duplicate"
+    assert caught.value.reason == "cli-commands-duplicate"
     with pytest.raises(AnetError, match=r"the modules first and second both declare the "
                                         r"command `anet peers ls`"):
         _commands(cli_with(command("peers list", "first", "ls"), command("peers ls", "second")))

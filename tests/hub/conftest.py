@@ -15,8 +15,9 @@ import pytest
 from aiohttp import web
 
 from anet_core.identity import Identity
+from anet_core.link import JoinState
+from anet_core.link.card import CardContent
 from anet_core.link.client import HubClient
-from anet_core.link.contract import CardContent, JoinState
 from anet_core.protocol.frames import REGISTER_CONTEXT, WS_PATH, registration_bytes
 from anet_core.util.canonical import b64u
 from anet_hub.app import STATE_KEY, HubConfig, HubState, build_app

@@ -14,8 +14,8 @@ import aiohttp
 import pytest
 
 from anet_core.identity import Identity
+from anet_core.link import JoinState
 from anet_core.link.client import HubClient
-from anet_core.link.contract import JoinState
 
 COMMAND_TIMEOUT_S = 60
 

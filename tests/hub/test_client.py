@@ -11,16 +11,12 @@ import pytest
 from anet_core import hookimpl
 from anet_core.config import HubSection, NodeSection, SkillSection
 from anet_core.identity import Identity
-from anet_core.link.client import (
-    BACKOFF_CAP_S,
-    HubClient,
-    backoff_delay,
-    normalize_hub_url,
-    open_hub_link,
-)
-from anet_core.link.contract import HubError, JoinState, SearchQuery, Verification
+from anet_core.link import HubError, JoinState, SearchQuery, Verification
+from anet_core.link.client import HubClient, open_hub_link
+from anet_core.link.connection import RECONNECT, normalize_hub_url
 from anet_core.plugins import make_plugins
 from anet_core.records import SkillSource
+from anet_core.settings import DataPaths
 
 
 def free_tcp_port() -> int:
@@ -34,7 +30,7 @@ def fake_node(tmp_path, url: str | None) -> SimpleNamespace:
                                skills=[SkillSection(id="qa", tags=["questions"])])
     return SimpleNamespace(identity=Identity.create(tmp_path / "identity"),
                            config=SimpleNamespace(hub=HubSection(url=url), node=node_section),
-                           paths=SimpleNamespace(root=tmp_path),
+                           paths=DataPaths(tmp_path),
                            plugins=make_plugins(load_entry_points=False))
 
 
@@ -76,30 +72,29 @@ async def test_open_hub_link_publishes_the_configured_card(tmp_path, hub, nodes)
         watcher = await nodes.connect("watcher", hub)
         [peer] = await found(watcher, SearchQuery(tag="questions"))
         assert peer.aid == node.identity.aid and peer.verification is Verification.VERIFIED
-        assert peer.card["skills"][0]["id"] == "qa"
-        await link.publish_card({"name": "Alice 2", "description": "", "skills": []})
-        assert (await watcher.peer(node.identity.aid)).card["name"] == "Alice 2"
+        assert peer.card["name"] == "Alice" and peer.card["skills"][0]["id"] == "qa"
+        assert peer.card["homeHub"] == hub.url
 
 
 async def test_rejoin_follows_a_new_url(tmp_path, hub_factory):
     first, second = await hub_factory(), await hub_factory()
-    client = HubClient(Identity.create(tmp_path / "identity"), url=first.url,
-                       pin_path=tmp_path / "pin.json")
+    identity = Identity.create(tmp_path / "identity")
+    client = HubClient(identity, url=first.url, pin_path=tmp_path / "pin.json")
     await client.start()
     try:
         assert client.status.sentence == f"Registered at {first.url}."
         status = await client.rejoin(second.url)
         assert status.sentence == f"Registered at {second.url}."
-        assert second.state.relay.online(client._identity.aid)
+        assert second.state.relay.online(identity.aid)
     finally:
         await client.close()
 
 
-def test_backoff_is_capped_and_jittered():
-    delays = [backoff_delay(attempt) for attempt in range(40)]
-    assert all(0 < delay <= BACKOFF_CAP_S for delay in delays)
-    assert delays[0] <= 0.5 and max(delays) > BACKOFF_CAP_S / 2
-    assert len({round(backoff_delay(30), 6) for _ in range(20)}) > 1
+def test_reconnection_backoff_is_capped_and_jittered():
+    delays = [RECONNECT.delay(retry) for retry in range(40)]
+    assert all(0 < delay <= RECONNECT.cap_s for delay in delays)
+    assert delays[0] <= 0.5 and max(delays) > RECONNECT.cap_s / 2
+    assert len({round(RECONNECT.delay(30), 6) for _ in range(20)}) > 1
 
 
 @pytest.mark.parametrize(("given", "expected"), [

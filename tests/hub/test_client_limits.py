@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 
 from anet_core.identity import Identity, verify_history
-from anet_core.link import client as client_module
-from anet_core.link.client import DeliveryQueue, RequestPacer, receive_retry_delay
-from anet_core.link.contract import HubError, KeyState, PeerInfo, Verification
+from anet_core.link import HubError, KeyState, PeerInfo, SearchQuery, Verification
+from anet_core.link import connection as connection_module
+from anet_core.link import delivery as delivery_module
+from anet_core.link.connection import RequestPacer
+from anet_core.link.delivery import DeliveryQueue
 from anet_core.link.directory import PeerCache, PeerVerifier
 from anet_core.protocol.envelope import open_envelope, seal
 from anet_core.protocol.frames import Refusal
+from anet_core.util.backoff import Backoff
 
 STEP_TIMEOUT_S = 20.0
 
@@ -116,7 +119,7 @@ class OpeningReceiver:
 @pytest.fixture
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Receiver retries after 0.05 s doubling (0.5 s in production): same logic, faster test."""
-    monkeypatch.setattr(client_module, "RECEIVE_RETRY_BASE_S", 0.05)
+    monkeypatch.setattr(delivery_module, "RECEIVE_RETRY", Backoff(first_s=0.05, cap_s=3.0))
 
 
 async def connect_receiver(nodes, hub, name: str):
@@ -236,7 +239,7 @@ async def test_lookup_and_search_wait_retry_after(hub_factory, nodes, monkeypatc
     assert refused >= 1
     drain_bucket(hub, alice_aid)
     async with asyncio.timeout(STEP_TIMEOUT_S):
-        await alice.search(client_module.SearchQuery())
+        await alice.search(SearchQuery())
     assert counters.refused[alice_aid] > refused
 
 
@@ -245,7 +248,7 @@ async def test_rate_limiting_gives_up_at_the_deadline(hub_factory, nodes, monkey
     # burst 1: the card publish spent this node's token, its own pacer gives up; burst 3: the
     # hub refuses, retryAfter (≈ 400 s) is past the deadline.
     hub = await hub_factory(rate_per_second=0.01, burst=burst)
-    monkeypatch.setattr(client_module, "RATE_LIMIT_DEADLINE_S", 0.5)
+    monkeypatch.setattr(connection_module, "RATE_LIMIT_DEADLINE_S", 0.5)
     await nodes.connect("bob", hub)
     alice = await nodes.connect("alice", hub)
     drain_bucket(hub, nodes.identity("alice").aid)
@@ -308,9 +311,13 @@ async def test_acks_are_not_rate_limited(hub_factory, nodes, raw):
 
 
 def test_receive_retry_delays_double_to_the_cap():
-    delays = [receive_retry_delay(failures) for failures in range(1, 12)]
+    queue = DeliveryQueue()
+    queue.add({"id": "e1", "from": "A"})
+    held, _ = queue.take(now=0.0)
+    assert held is not None
+    delays = [queue.failed(held, now=0.0) for _ in range(11)]
     assert delays[:3] == [0.5, 1.0, 2.0]
-    assert max(delays) == client_module.RECEIVE_RETRY_CAP_S == 30.0
+    assert max(delays) == delivery_module.RECEIVE_RETRY.cap_s == 30.0
     assert delays == sorted(delays)
 
 

@@ -8,7 +8,8 @@ import sqlite3
 
 import pytest
 
-from anet_core.link.contract import CardContent, HubError, KeyState, SearchQuery, Verification
+from anet_core.link import HubError, KeyState, SearchQuery, Verification
+from anet_core.link.card import CardContent
 from anet_hub import admin
 
 

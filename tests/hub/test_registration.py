@@ -6,7 +6,7 @@ import asyncio
 import shutil
 
 from anet_core.identity import Identity
-from anet_core.link.contract import JoinState
+from anet_core.link import JoinState
 from anet_core.util.canonical import b64u
 from anet_hub import admin
 

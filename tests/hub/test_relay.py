@@ -9,7 +9,7 @@ import time
 import pytest
 
 from anet_core.identity import verify_history
-from anet_core.link.contract import HubError
+from anet_core.link import HubError
 from anet_core.protocol.envelope import open_envelope, seal
 
 SECRET = "TOP-SECRET-PLAINTEXT-7f3a9c"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from anet_core.identity import Identity
-from anet_core.link.contract import HubError
+from anet_core.link import HubError
 from anet_core.protocol import documents
 from anet_core.tasks.receipts import RECEIPT_TYPE, issue_receipt
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anet_core.link.contract import KeyState, PeerInfo, Verification, directory_listing
+from anet_core.link import KeyState, PeerInfo, Verification, directory_listing
 
 SELF = "a" * 32
 BOB = "b" * 32

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from anet_core.config import validate_config
-from anet_core.evidence import EvidenceChain, chain_path
+from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity, VerifiedHistory
-from anet_core.link.contract import (
+from anet_core.link import (
     EnvelopeReceiver,
     HubError,
     JoinState,
@@ -126,14 +126,15 @@ class FakeLink:
     def forget_peer(self, aid: str | None = None) -> None:
         return None  # nothing is cached: every peer() asks the fake hub
 
-    async def publish_card(self, card: dict[str, Any]) -> None:
-        return None
-
     async def refresh_card(self) -> None:
         return None
 
     async def reregister(self) -> None:
         return None
+
+    async def rejoin(self, url: str | None) -> JoinStatus:
+        self.registered = url is not None
+        return self.status
 
     async def post_review(self, review: dict[str, Any]) -> None:
         return None
@@ -154,7 +155,7 @@ async def running_node(root: Path, hub: FakeHub, *, no_response_after: str = "15
     node = Node(settings=settings, config=config, plugins=plugins, identity=identity)
     async with AsyncExitStack() as stack:
         node.store = await stack.enter_async_context(open_store(settings.paths.database))
-        node.evidence = EvidenceChain(chain_path(root), identity)
+        node.evidence = EvidenceChain(settings.paths.evidence_chain, identity)
         node.hub = hub.link(identity)  # type: ignore[assignment]
         pump = asyncio.create_task(hub.pump(identity.aid))
         node.tasks = await stack.enter_async_context(open_task_layer(node))

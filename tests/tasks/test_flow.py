@@ -82,18 +82,18 @@ async def test_unregistered_node_refuses_and_creates_no_task(tmp_path: Path, hub
         a.hub.registered = False
         with pytest.raises(TaskError) as refused:
             await a.tasks.send(b.aid, text("hello"))
-        assert refused.value.reference == "not-registered"
+        assert refused.value.reason == "not-registered"
         assert "has not joined a hub" in refused.value.message
         assert a.tasks.list()["tasks"] == [] and a.store.outbox_count() == 0
 
 
 async def test_bad_input(tmp_path: Path, hub: FakeHub) -> None:
     async with running_node(tmp_path / "a", hub) as a:
-        for aid, reference in (("nope", "invalid-aid"), ("a" * 32, "unknown-agent"),
+        for aid, reason in (("nope", "invalid-aid"), ("a" * 32, "unknown-agent"),
                                (a.aid, "unknown-agent")):
             with pytest.raises(TaskError) as error:
                 await a.tasks.send(aid, text("x"))
-            assert error.value.reference == reference and aid[:10] in error.value.message
+            assert error.value.reason == reason and aid[:10] in error.value.message
         with pytest.raises(TaskError, match="role"):
             await a.tasks.send("b" * 32, {"messageId": "x", "role": "ROLE_AGENT",
                                           "parts": [{"text": "x"}]})
@@ -101,7 +101,7 @@ async def test_bad_input(tmp_path: Path, hub: FakeHub) -> None:
             await a.tasks.send("b" * 32, {"messageId": "x", "role": "ROLE_USER", "parts": []})
         with pytest.raises(TaskError) as missing:
             a.tasks.get(None, "no-such-task")
-        assert missing.value.reference == "task-not-found"
+        assert missing.value.reason == "task-not-found"
         assert "no-such-task" in missing.value.message
         assert a.tasks.list()["tasks"] == []
 
@@ -134,7 +134,7 @@ async def test_multi_turn(tmp_path: Path, hub: FakeHub) -> None:
         await eventually(lambda: b.tasks.provider.inbox())
         with pytest.raises(TaskError) as busy:
             await a.tasks.send(b.aid, text("more", "m-2", taskId=task["id"]))
-        assert busy.value.reference == "task-not-waiting"
+        assert busy.value.reason == "task-not-waiting"
         await b.tasks.provider.reply(task["id"], "for how many?", input_required=True)
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
         question = a.tasks.get(b.aid, task["id"])["status"]["message"]
@@ -148,7 +148,7 @@ async def test_multi_turn(tmp_path: Path, hub: FakeHub) -> None:
         assert [m["parts"][0]["text"] for m in history] == ["book a table", "for how many?", "four"]
         with pytest.raises(TaskError) as closed:
             await a.tasks.send(b.aid, text("again", "m-3", taskId=task["id"]))
-        assert closed.value.reference == "task-terminal"
+        assert closed.value.reason == "task-terminal"
 
 
 async def test_cancel(tmp_path: Path, hub: FakeHub) -> None:
@@ -164,7 +164,7 @@ async def test_cancel(tmp_path: Path, hub: FakeHub) -> None:
             "anet.receipt_verified") is True)
         with pytest.raises(TaskError) as again:
             await a.tasks.cancel(b.aid, task["id"])
-        assert again.value.reference == "task-not-cancelable"
+        assert again.value.reason == "task-not-cancelable"
 
 
 async def test_cancel_before_the_hub_took_it_has_no_effect(tmp_path: Path, hub: FakeHub,

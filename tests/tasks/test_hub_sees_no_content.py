@@ -15,7 +15,7 @@ from typing import Any
 
 from anet_core import hookimpl
 from anet_core.builtins.lifecycle import initialise
-from anet_core.link.contract import JoinState
+from anet_core.link import JoinState
 from anet_core.plugins import make_plugins
 from anet_core.records import TaskClaim
 from anet_core.settings import DataPaths

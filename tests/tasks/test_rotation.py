@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from anet_core.control.client import ControlClient
-from anet_core.link.contract import JoinState
+from anet_core.link import JoinState
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from tests.conftest import running_node

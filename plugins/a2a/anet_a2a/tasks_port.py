@@ -1,6 +1,6 @@
 """The endpoint's one door to the task layer (``node.tasks``, requester side).
 
-The task layer speaks anet (``TaskError`` with a kebab-case reference); clients of this
+The task layer speaks anet (``TaskError`` with a kebab-case reason); clients of this
 endpoint speak A2A. Every call goes through here so each refusal reaches the client as the A2A
 error docs/a2a.md ("Errors") names, with the task layer's sentence as its message.
 """
@@ -31,11 +31,11 @@ _KINDS = {
 
 def a2a_error(aid: str, error: TaskError) -> A2AError:
     """The A2A form of a task-layer refusal; ``anet.reason`` keeps the precise word."""
-    if error.reference in {"unknown-agent", "invalid-aid"}:
+    if error.reason in {"unknown-agent", "invalid-aid"}:
         return no_such_agent(aid)
-    kind = _KINDS.get(error.reference, A2AErrorKind.INTERNAL_ERROR)
+    kind = _KINDS.get(error.reason, A2AErrorKind.INTERNAL_ERROR)
     message = f"{error.message}; {error.hint}" if error.hint else error.message
-    return A2AError(kind, message, details={TaskMetadata.REASON: error.reference})
+    return A2AError(kind, message, details={TaskMetadata.REASON: error.reason})
 
 
 @dataclass(frozen=True)

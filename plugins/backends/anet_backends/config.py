@@ -64,6 +64,14 @@ class Retry(BaseModel):
                                       description="retry until this long after the first attempt; "
                                                   "0 tries once")
 
+    @field_validator("max_interval")
+    @classmethod
+    def _positive_interval(cls, value: timedelta) -> timedelta:
+        if value.total_seconds() <= 0:
+            raise ValueError("max_interval must be a positive duration such as \"2m\": "
+                             "a zero wait would retry in a tight loop")
+        return value
+
 
 class BackendsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")

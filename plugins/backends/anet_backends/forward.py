@@ -16,7 +16,7 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from anet_backends.retry import Backoff
+from anet_backends.retry import RetryPlan
 from anet_core.api import (
     METADATA_PREFIX,
     BackendError,
@@ -81,12 +81,12 @@ def _with_node_metadata(metadata: dict[str, Any], task: InboundTask) -> dict[str
 class Forwarder:
     """Serves the tasks that one configured backend takes."""
 
-    def __init__(self, target: BackendTarget, kind: BackendKind, backoff: Backoff,
+    def __init__(self, target: BackendTarget, kind: BackendKind, retry: RetryPlan,
                  record: Record, *, idle_timeout_s: float,
                  tasks: dict[str, BackendTask]) -> None:
         self.target = target
         self.kind = kind
-        self.backoff = backoff
+        self.retry = retry
         self.record = record
         self.idle_timeout_s = idle_timeout_s
         self.tasks = tasks
@@ -162,7 +162,7 @@ class Forwarder:
                                              f"{error.reason}")
                     raise Ended from None
                 retryable = error.stage in {BackendStage.UNREACHABLE, BackendStage.BUSY}
-                wait = self.backoff.delay(attempts, loop.time() - started) if retryable else None
+                wait = self.retry.delay(attempts, loop.time() - started) if retryable else None
                 if wait is None:
                     await self._failed(task, responder, mapped, message, error.reason, attempts)
                 log.info("backend %s: attempt %d for task %s failed (%s); again in %g s",

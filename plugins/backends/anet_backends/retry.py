@@ -1,28 +1,32 @@
-"""When to try a forward again: exponential backoff from 5 s up to ``retry.max_interval``."""
+"""When to try a forward again: exponential backoff from 5 s up to ``retry.max_interval``, until
+``retry.give_up_after``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from anet_backends.config import Retry
+from anet_core.api import Backoff
 
 FIRST_RETRY_AFTER_S = 5.0
 """The wait before the second attempt; each later wait doubles, up to ``max_interval``."""
 
 
 @dataclass(frozen=True)
-class Backoff:
-    max_interval_s: float
+class RetryPlan:
+    backoff: Backoff
+    """Not jittered: the backend is this node's own, nobody else retries against it."""
     give_up_after_s: float
 
     @classmethod
-    def of(cls, retry: Retry) -> Backoff:
-        return cls(retry.max_interval.total_seconds(), retry.give_up_after.total_seconds())
+    def of(cls, retry: Retry) -> RetryPlan:
+        return cls(Backoff(FIRST_RETRY_AFTER_S, retry.max_interval.total_seconds()),
+                   retry.give_up_after.total_seconds())
 
     def delay(self, attempts: int, elapsed_s: float) -> float | None:
         """The wait before the next attempt after ``attempts`` failed ones, ``elapsed_s`` after
         the first began; None when that attempt would start after ``give_up_after``."""
-        wait = min(FIRST_RETRY_AFTER_S * 2 ** (attempts - 1), self.max_interval_s)
+        wait = self.backoff.delay(attempts - 1)
         if elapsed_s + wait > self.give_up_after_s:
             return None
         return wait

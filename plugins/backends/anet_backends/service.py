@@ -8,7 +8,7 @@ from typing import Any
 
 from anet_backends.config import Backend, BackendsConfig
 from anet_backends.forward import BackendTask, Forwarder, Record
-from anet_backends.retry import Backoff
+from anet_backends.retry import RetryPlan
 from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, Plugins, TaskClaim
 
 log = logging.getLogger(__name__)
@@ -75,10 +75,10 @@ class Backends:
     def __init__(self, config: BackendsConfig, kinds: dict[str, BackendKind], record: Record,
                  *, idle_timeout_s: float) -> None:
         self.tasks: dict[str, BackendTask] = {}
-        backoff = Backoff.of(config.retry)
+        retry = RetryPlan.of(config.retry)
         self._backends: dict[str, tuple[Backend, Forwarder]] = {}
         for index, backend in enumerate(config.backends):
-            forwarder = Forwarder(backend.target(), kind_for(index, backend, kinds), backoff,
+            forwarder = Forwarder(backend.target(), kind_for(index, backend, kinds), retry,
                                   record, idle_timeout_s=idle_timeout_s, tasks=self.tasks)
             self._backends[backend.match] = (backend, forwarder)
 

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from anet_core.api import TokenBucket
 from anet_core.protocol.envelope import DEFAULT_MAX_AGE_S, EnvelopeError, peek_header
 from anet_core.protocol.frames import Refusal
 from anet_hub.storage import AgentState, HubStorage, QueuedEnvelope, StorageError
 
-log = logging.getLogger("anet.hub.relay")
+log = logging.getLogger(__name__)
 
 DELIVERY_WINDOW = 256
 """Envelopes sent to a node and not yet acknowledged; beyond it the hub waits for acks."""
@@ -32,25 +33,6 @@ SCAN_BATCH = 128
 MAX_QUEUE_TTL_S = DEFAULT_MAX_AGE_S
 """Recipients refuse envelopes older than this (anet_core.protocol.envelope), so keeping them longer
 would only waste the disk."""
-
-
-@dataclass
-class TokenBucket:
-    """``rate`` tokens a second up to ``burst``; one request takes one token."""
-
-    rate: float
-    burst: float
-    tokens: float
-    stamp: float
-
-    def take(self, now: float) -> float:
-        """0 when a token was taken, else the seconds until one is available."""
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
 
 
 @dataclass(frozen=True)
@@ -155,7 +137,7 @@ class Relay:
         bucket = self._buckets.get(aid)
         if bucket is None:
             bucket = self._buckets[aid] = TokenBucket(limits.rate_per_second, limits.burst,
-                                                      limits.burst, now)
+                                                      now=now)
         wait = bucket.take(now)
         if wait:
             raise Refusal("rate-limited",
@@ -166,9 +148,7 @@ class Relay:
     def forget_idle_buckets(self) -> None:
         """Drop buckets that have refilled: they hold no state a fresh one would not."""
         now = time.monotonic()
-        rate = self.limits.rate_per_second
-        full = [aid for aid, bucket in self._buckets.items()
-                if bucket.tokens + (now - bucket.stamp) * rate >= bucket.burst]
+        full = [aid for aid, bucket in self._buckets.items() if bucket.is_full(now)]
         for aid in full:
             del self._buckets[aid]
 

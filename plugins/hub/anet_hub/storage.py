@@ -13,20 +13,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from anet_core.api import ReasonError
+
 
 class AgentState(StrEnum):
     PENDING = "pending"
     REGISTERED = "registered"
 
 
-class StorageError(Exception):
+class StorageError(ReasonError):
     """A write or read failed. ``reason`` is what a node is told: ``hub-storage-full`` when the
     disk or the configured quota is full, ``hub-storage-error`` otherwise."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 @dataclass(frozen=True)

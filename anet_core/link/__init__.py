@@ -1,0 +1,40 @@
+"""The node's side of its home hub, ``node.hub``: the contract every part of the node uses.
+
+The contract (:class:`HubLink` and what it returns and raises) is all the task layer and the
+modules see. ``anet_core.link.client`` implements it over the hub's WebSocket protocol
+(docs/protocol.md), in four parts: ``connection`` (the socket, the handshake, requests),
+``delivery`` (envelopes in, acknowledged once kept), ``directory`` (verified lookups) and
+``card`` (what this node publishes about itself).
+"""
+
+from __future__ import annotations
+
+from anet_core.link.contract import (
+    UNKNOWN_AGENT_REASONS,
+    EnvelopeReceiver,
+    HubError,
+    HubLink,
+    JoinState,
+    JoinStatus,
+    KeyState,
+    PeerInfo,
+    SearchPage,
+    SearchQuery,
+    Verification,
+    directory_listing,
+)
+
+__all__ = [
+    "UNKNOWN_AGENT_REASONS",
+    "EnvelopeReceiver",
+    "HubError",
+    "HubLink",
+    "JoinState",
+    "JoinStatus",
+    "KeyState",
+    "PeerInfo",
+    "SearchPage",
+    "SearchQuery",
+    "Verification",
+    "directory_listing",
+]

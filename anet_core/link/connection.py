@@ -1,0 +1,460 @@
+"""The WebSocket to the home hub: handshake, hub pin, reconnection and requests.
+
+One background task keeps the connection. It checks the hub's challenge (the hub's key history
+against the pin taken at first registration, docs/protocol.md "Hub registration"), registers,
+and reconnects with capped, jittered exponential backoff when the link drops. Requests carry
+an ``rid`` that the hub repeats in its answer, so answers are matched while ``deliver`` frames
+arrive in between. Under load (docs/protocol.md, "Relay and delivery" and "Limits") requests
+are paced to the limits the hub announced and, when refused ``rate-limited`` all the same,
+retried after ``retryAfter`` within a deadline.
+
+What a registered connection carries besides requests (deliveries, the card) is the business
+of the link's other parts: each registered connection is a :class:`Channel` handed to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import aiohttp
+from pydantic import ValidationError
+
+from anet_core.identity import HistoryError, Identity, VerifiedHistory, verify_history
+from anet_core.identity.encoding import decode_b64u
+from anet_core.identity.signatures import verify_with_key
+from anet_core.link.contract import HubError, JoinState, JoinStatus
+from anet_core.protocol.frames import (
+    CHALLENGE_CONTEXT,
+    HUB_FRAME,
+    REGISTER_CONTEXT,
+    WS_PATH,
+    ChallengeFrame,
+    DeliverFrame,
+    ErrorFrame,
+    HubFrame,
+    Limits,
+    Refusal,
+    RegisteredFrame,
+    challenge_bytes,
+    registration_bytes,
+)
+from anet_core.util.backoff import Backoff, TokenBucket
+from anet_core.util.canonical import b64u
+from anet_core.util.fsutil import write_atomic
+
+log = logging.getLogger(__name__)
+
+RECONNECT = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
+"""Jittered, so a hub restart is not met by every node at the same instant."""
+REQUEST_TIMEOUT_S = 30.0
+HANDSHAKE_TIMEOUT_S = 15.0
+FIRST_ATTEMPT_WAIT_S = 2.0
+"""``start`` waits this long for the first connection attempt, so the status shown right after
+``anet up`` is the real one rather than a guess."""
+HEARTBEAT_S = 30.0
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+RATE_LIMIT_DEADLINE_S = 30.0
+"""A request refused ``rate-limited`` is retried until this long after it was first made; then
+it fails with ``HubError("rate-limited")``."""
+RETRY_AFTER_MIN_S = 0.02
+RETRY_AFTER_MAX_S = 5.0
+"""``retryAfter`` as told by the hub is kept within these bounds (a hub cannot park a request
+for long, nor make it spin)."""
+
+
+def normalize_hub_url(url: str) -> str:
+    """The hub's base URL as ``ws://host:port`` or ``wss://host:port[/prefix]``.
+
+    ``http(s)://`` is accepted for the same hub; a trailing ``/v1/ws`` is dropped.
+    """
+    parts = urlsplit(url.strip())
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
+    if scheme is None or not parts.hostname:
+        raise ValueError(f"{url!r} is not a hub URL: use ws://HOST:PORT or wss://HOST, "
+                         "e.g. ws://127.0.0.1:8765")
+    path = parts.path.rstrip("/")
+    path = path.removesuffix(WS_PATH)
+    return urlunsplit((scheme, parts.netloc.lower(), path, "", ""))
+
+
+def sentence(state: JoinState, url: str | None, since: float | None) -> str:
+    """The one sentence a user is shown for each join state."""
+    if state is JoinState.NOT_JOINED:
+        return "Not joined to a hub: run `anet join <hub-url>`."
+    if state is JoinState.PENDING:
+        return f"Waiting for the hub operator at {url} to approve this node."
+    if state is JoinState.REGISTERED:
+        return f"Registered at {url}."
+    when = datetime.fromtimestamp(since or time.time(), UTC).isoformat(timespec="seconds")
+    return f"Hub {url} unreachable since {when}; retrying."
+
+
+class RequestPacer:
+    """This node's copy of the token bucket the hub keeps for it (the limits told in
+    ``registered``), so requests wait here rather than being refused there.
+
+    Reservations may run into debt: each waits its turn, in order, instead of all retrying at
+    once. A ``rate-limited`` answer (the hub's bucket is the truth: it outlives connections)
+    holds the bucket back by ``retryAfter``. Acknowledgements are not paced: the hub does not
+    count them. Until the hub told its limits, nothing is paced.
+    """
+
+    def __init__(self) -> None:
+        self.bucket: TokenBucket | None = None
+
+    def configure(self, rate: float, burst: float, *, now: float | None = None) -> None:
+        """Follow the hub's limits; unchanged limits keep the state (so does a reconnection,
+        as the hub's bucket does). Limits no bucket can have are not followed."""
+        bucket = self.bucket
+        if bucket is not None and (rate, float(burst)) == (bucket.rate, bucket.burst):
+            return
+        try:
+            self.bucket = TokenBucket(rate, burst, now=time.monotonic() if now is None else now)
+        except ValueError as error:
+            log.warning("event=hub-limits-ignored error=%r", str(error))
+
+    def reserve(self, now: float | None = None) -> float:
+        """Take a token; the seconds to wait before using it (0 when one was there)."""
+        if self.bucket is None:
+            return 0.0
+        return self.bucket.reserve(time.monotonic() if now is None else now)
+
+    def refund(self) -> None:
+        if self.bucket is not None:
+            self.bucket.refund()
+
+    def hold(self, seconds: float, now: float | None = None) -> None:
+        """The hub has no token for this node for ``seconds``."""
+        if self.bucket is not None:
+            self.bucket.hold(seconds, time.monotonic() if now is None else now)
+
+
+class Channel:
+    """One registered connection: frames sent on it without an answer (acknowledgements), the
+    envelopes it delivers (to ``on_deliver``) and the work that lasts as long as it does."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._ws = ws
+        self._work: set[asyncio.Task[None]] = set()
+        self.on_deliver: Callable[[dict[str, Any]], object] | None = None
+
+    def spawn(self, work: Coroutine[Any, Any, None], *, name: str) -> None:
+        """Run ``work`` until it ends or the connection closes."""
+        task = asyncio.create_task(work, name=name)
+        self._work.add(task)
+        task.add_done_callback(self._work.discard)
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self._ws.send_str(json.dumps(frame, ensure_ascii=False))
+
+    async def close(self) -> None:
+        work = list(self._work)
+        for task in work:
+            task.cancel()
+        await asyncio.gather(*work, return_exceptions=True)
+
+
+class HubConnection:
+    """The connection to ``url``, kept up in the background between :meth:`start` and
+    :meth:`stop`.
+
+    ``on_open`` is called with each new registered connection before any frame after
+    ``registered`` is read; ``on_registered`` each time the hub says ``registered`` (at
+    registration, and again when an operator approves a pending node).
+    """
+
+    def __init__(self, identity: Identity, *, url: str | None, pin_path: Path,
+                 on_open: Callable[[Channel], None],
+                 on_registered: Callable[[Channel], None]) -> None:
+        self._identity = identity
+        self._pin_path = pin_path
+        self._on_open = on_open
+        self._on_registered = on_registered
+        self._url: str | None = None
+        self._state = JoinState.NOT_JOINED
+        self._since: float | None = None
+        self.retarget(url)
+        self._pacer = RequestPacer()
+        self.hub_history: VerifiedHistory | None = None
+        """The hub's key history as verified at the last handshake."""
+        self.limits: Limits | None = None
+        self._ws: aiohttp.ClientWebSocketResponse | None = None
+        self._pending: dict[str, asyncio.Future[HubFrame]] = {}
+        self._rids = itertools.count(1)
+        self._http: aiohttp.ClientSession | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._attempted = asyncio.Event()
+
+    @property
+    def status(self) -> JoinStatus:
+        return JoinStatus(self._state, self._url, self._since,
+                          sentence(self._state, self._url, self._since))
+
+    @property
+    def url(self) -> str | None:
+        return self._url
+
+    @property
+    def state(self) -> JoinState:
+        return self._state
+
+    def require_registered(self) -> None:
+        """Raise the HubError that says why this node cannot ask the hub now."""
+        if self._state is not JoinState.REGISTERED:
+            reason = {JoinState.NOT_JOINED: "not-joined", JoinState.PENDING: "not-approved",
+                      JoinState.UNREACHABLE: "hub-unreachable"}.get(self._state, "hub-error")
+            raise HubError(reason, self.status.sentence)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def retarget(self, url: str | None) -> None:
+        """Connect to ``url`` from the next :meth:`start` (call it stopped)."""
+        self._url = normalize_hub_url(url) if url else None
+        self._set_state(JoinState.NOT_JOINED if self._url is None else JoinState.UNREACHABLE)
+
+    async def start(self) -> None:
+        """Connect in the background; wait briefly for the first attempt's outcome."""
+        if self._url is None:
+            return
+        if self._http is None:
+            self._http = aiohttp.ClientSession()
+        self._attempted.clear()
+        self._loop_task = asyncio.create_task(self._run(self._url), name="hub-link")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._attempted.wait(), FIRST_ATTEMPT_WAIT_S)
+
+    async def stop(self) -> None:
+        task, self._loop_task = self._loop_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def close(self) -> None:
+        await self.stop()
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    def _set_state(self, state: JoinState) -> None:
+        self._state = state
+        self._since = None if state is JoinState.NOT_JOINED else time.time()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def request(self, frame: dict[str, Any]) -> HubFrame:
+        """Send a request and return its answer; an ``error`` answer raises HubError. Paced to
+        the hub's limits; ``rate-limited`` is retried after ``retryAfter`` until
+        ``RATE_LIMIT_DEADLINE_S`` after the first try."""
+        budget = RATE_LIMIT_DEADLINE_S
+        deadline = time.monotonic() + budget
+        while True:
+            await self._pace(deadline, budget)
+            answer = await self._request_once(frame)
+            if not isinstance(answer, ErrorFrame):
+                return answer
+            if answer.reason != "rate-limited":
+                raise HubError(answer.reason, answer.message)
+            wait = min(RETRY_AFTER_MAX_S, max(RETRY_AFTER_MIN_S, answer.retry_after or 0.0))
+            if time.monotonic() + wait > deadline:
+                raise HubError("rate-limited", f"{answer.message} (gave up: the request "
+                                               f"would have waited more than {budget:g} s)")
+            log.debug("event=rate-limited type=%s retryAfter=%.3f", frame["type"], wait)
+            self._pacer.hold(wait)
+
+    async def _pace(self, deadline: float, budget: float) -> None:
+        delay = self._pacer.reserve()
+        if not delay:
+            return
+        if time.monotonic() + delay > deadline:
+            self._pacer.refund()
+            bucket = self._pacer.bucket
+            assert bucket is not None  # a delay comes from a bucket
+            raise HubError("rate-limited", f"this node has more requests waiting than the hub "
+                                           f"at {self._url} allows within {budget:g} s "
+                                           f"({bucket.rate:g} requests/s, burst "
+                                           f"{bucket.burst:g}); try again later")
+        await asyncio.sleep(delay)
+
+    async def _request_once(self, frame: dict[str, Any]) -> HubFrame:
+        ws = self._ws
+        if ws is None:
+            raise HubError("hub-unreachable", self.status.sentence)
+        rid = str(next(self._rids))
+        future: asyncio.Future[HubFrame] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            await ws.send_str(json.dumps({**frame, "rid": rid}, ensure_ascii=False))
+            answer = await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
+        except TimeoutError:
+            raise HubError("hub-timeout", f"the hub at {self._url} did not answer within "
+                                          f"{REQUEST_TIMEOUT_S:g} s") from None
+        except (aiohttp.ClientError, ConnectionError) as error:
+            raise HubError("hub-unreachable", f"the connection to {self._url} failed: "
+                                              f"{error}") from None
+        finally:
+            self._pending.pop(rid, None)
+        return answer
+
+    # -- the connection -----------------------------------------------------------------------
+
+    async def _run(self, url: str) -> None:
+        retry = 0
+        while True:
+            try:
+                if await self._connect_once(url):
+                    retry = 0
+            except Refusal as refusal:
+                log.warning("event=hub-refused url=%s reason=%s detail=%r", url, refusal.reason,
+                            refusal.message)
+            except (aiohttp.ClientError, OSError, TimeoutError, ValidationError) as error:
+                log.info("event=hub-unreachable url=%s error=%r", url, str(error) or type(error))
+            if self._state is not JoinState.UNREACHABLE:
+                self._set_state(JoinState.UNREACHABLE)
+            self._attempted.set()
+            delay = RECONNECT.delay(retry)
+            retry += 1
+            log.debug("event=hub-retry url=%s in=%.1fs", url, delay)
+            await asyncio.sleep(delay)
+
+    async def _connect_once(self, url: str) -> bool:
+        """One connection, from handshake to close. True when it got as far as registering."""
+        assert self._http is not None
+        ws_url = url + WS_PATH
+        async with self._http.ws_connect(ws_url, heartbeat=HEARTBEAT_S, compress=0,
+                                         max_msg_size=MAX_FRAME_BYTES,
+                                         timeout=aiohttp.ClientWSTimeout(ws_close=5.0)) as ws:
+            challenge = await self._receive(ws, ChallengeFrame)
+            self.hub_history = self._check_hub(url, challenge)
+            await ws.send_str(json.dumps(self._register_frame(ws_url, challenge)))
+            registered = await self._receive(ws, RegisteredFrame)
+            self._pin(url, self.hub_history)
+            self.limits = registered.limits
+            self._pacer.configure(registered.limits.rate_per_second, registered.limits.burst)
+            channel = Channel(ws)
+            self._ws = ws
+            try:
+                self._on_open(channel)
+                self._registered(registered, channel)
+                async for message in ws:
+                    if message.type is aiohttp.WSMsgType.TEXT:
+                        self._on_frame(message.data, channel)
+                    elif message.type is aiohttp.WSMsgType.ERROR:
+                        break
+                log.info("event=hub-closed url=%s code=%s", url, ws.close_code)
+            finally:
+                self._ws = None
+                await channel.close()
+                for future in self._pending.values():
+                    if not future.done():
+                        future.set_exception(HubError("hub-unreachable",
+                                                      f"the connection to {url} closed"))
+                self._pending.clear()
+            return True
+
+    async def _receive(self, ws: aiohttp.ClientWebSocketResponse,
+                       expected: type[ChallengeFrame | RegisteredFrame]) -> Any:
+        message = await ws.receive(timeout=HANDSHAKE_TIMEOUT_S)
+        if message.type is not aiohttp.WSMsgType.TEXT:
+            raise Refusal("hub-closed", f"the hub closed the connection "
+                                        f"({ws.close_code}: {message.extra or 'no reason'})")
+        frame = HUB_FRAME.validate_json(message.data)
+        if isinstance(frame, ErrorFrame):
+            raise Refusal(frame.reason, frame.message)
+        if not isinstance(frame, expected):
+            raise Refusal("hub-protocol", f"expected {expected.__name__}, got {frame.type}")
+        return frame
+
+    def _check_hub(self, url: str, challenge: ChallengeFrame) -> VerifiedHistory:
+        """The hub's verified history, the same AID as pinned at first registration, and a
+        challenge signed by its current key."""
+        pinned = self._read_pin(url)
+        try:
+            history = verify_history(challenge.hub_history, expected_aid=challenge.hub_aid,
+                                     known=pinned)
+        except HistoryError as error:
+            if error.reason == "wrong-aid":
+                raise Refusal("hub-identity-changed",
+                              f"the hub at {url} presents AID {challenge.hub_aid}, but "
+                              f"{pinned.aid if pinned else '?'} was pinned at first "
+                              f"registration; if its operator replaced it, run "
+                              f"`anet join {url}` again") from None
+            raise Refusal(f"hub-history-{error.reason}", str(error)) from None
+        try:
+            signature = decode_b64u(challenge.signature, what="challenge signature", length=64)
+        except ValueError as error:
+            raise Refusal("hub-bad-challenge", str(error)) from None
+        signed = challenge_bytes(hub_aid=history.aid, nonce=challenge.nonce, ts=challenge.ts)
+        if not verify_with_key(history.signing_key, CHALLENGE_CONTEXT, signed, signature):
+            raise Refusal("hub-bad-challenge", f"the challenge from {url} is not signed by "
+                                               f"the hub's key")
+        return history
+
+    def _register_frame(self, ws_url: str, challenge: ChallengeFrame) -> dict[str, Any]:
+        signer = self._identity.signer()
+        signed = registration_bytes(hub_aid=challenge.hub_aid, hub_url=ws_url,
+                                    nonce=challenge.nonce, ts=challenge.ts, aid=signer.aid,
+                                    key_seq=signer.key_seq)
+        return {"type": "register", "aid": signer.aid, "history": self._identity.history,
+                "hubUrl": ws_url, "nonce": challenge.nonce, "ts": challenge.ts,
+                "signature": b64u(signer.sign(signed, context=REGISTER_CONTEXT))}
+
+    def _registered(self, frame: RegisteredFrame, channel: Channel) -> None:
+        state = JoinState.REGISTERED if frame.state == "registered" else JoinState.PENDING
+        log.info("event=hub-%s url=%s aid=%s", frame.state, self._url, frame.aid)
+        self._set_state(state)
+        self._attempted.set()
+        self._on_registered(channel)
+
+    def _on_frame(self, text: str, channel: Channel) -> None:
+        try:
+            frame = HUB_FRAME.validate_json(text)
+        except ValidationError as error:
+            log.warning("event=hub-bad-frame error=%r", error.errors()[0]["msg"])
+            return
+        if isinstance(frame, DeliverFrame):
+            if channel.on_deliver is not None:
+                channel.on_deliver(frame.envelope)
+        elif isinstance(frame, RegisteredFrame):
+            self._registered(frame, channel)
+        elif (rid := getattr(frame, "rid", None)) is not None and rid in self._pending:
+            future = self._pending[rid]
+            if not future.done():
+                future.set_result(frame)
+        elif isinstance(frame, ErrorFrame):
+            log.warning("event=hub-error reason=%s message=%r", frame.reason, frame.message)
+
+    # -- the hub pin --------------------------------------------------------------------------
+
+    def _read_pin(self, url: str) -> VerifiedHistory | None:
+        try:
+            pin = json.loads(self._pin_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as error:
+            raise Refusal("hub-pin-unreadable", f"{self._pin_path}: {error}; delete it and "
+                                                "run `anet join` again") from None
+        if pin.get("url") != url:
+            return None  # pinned for another hub: this one is met for the first time
+        try:
+            return verify_history(pin["history"], expected_aid=pin["hubAid"])
+        except (HistoryError, KeyError, TypeError) as error:
+            raise Refusal("hub-pin-unreadable", f"{self._pin_path}: {error}; delete it and "
+                                                "run `anet join` again") from None
+
+    def _pin(self, url: str, history: VerifiedHistory) -> None:
+        pin = {"url": url, "hubAid": history.aid, "history": history.to_list()}
+        with contextlib.suppress(FileNotFoundError):
+            if json.loads(self._pin_path.read_text(encoding="utf-8")) == pin:
+                return
+        write_atomic(self._pin_path, (json.dumps(pin, indent=2) + "\n").encode())

@@ -1,0 +1,154 @@
+"""Envelopes the hub delivers: handed to the receiver one at a time, acknowledged once kept.
+
+The hub forgets an envelope when the node acknowledges it, so the acknowledgement goes out only
+after the receiver returned (it has persisted what it needs by then). An envelope the receiver
+failed on is retried on the same connection with backoff, the later envelopes of its sender
+waiting behind it and those of other senders going on (docs/protocol.md, "Relay and delivery").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from anet_core.link.connection import Channel
+from anet_core.link.contract import EnvelopeReceiver
+from anet_core.util.backoff import Backoff
+
+log = logging.getLogger(__name__)
+
+RECEIVE_RETRY = Backoff(first_s=0.5, cap_s=30.0)
+"""An envelope the receiver failed on is tried again after 0.5 s, doubling to 30 s; not
+jittered: the receiver is this node's own, nobody else retries against it."""
+
+
+@dataclass(eq=False)
+class Held:
+    """A delivered envelope not acknowledged yet."""
+
+    envelope: dict[str, Any]
+    id: str
+    sender: str
+    failures: int = 0
+    due: float = 0.0
+
+
+class DeliveryQueue:
+    """The envelopes one connection delivered and the receiver has not taken yet, and the order
+    in which to give them to it.
+
+    In hub order (storage order per recipient), except that an envelope the receiver failed on
+    waits for its retry (``RECEIVE_RETRY``), and the later envelopes from the **same sender**
+    wait behind it (a cancel must not overtake the message it cancels); envelopes from other
+    senders go on. A retry that is due goes before new envelopes. An id already held is not
+    taken twice (a hub may deliver an envelope again on one connection).
+    """
+
+    def __init__(self) -> None:
+        self._fresh: deque[Held] = deque()
+        self._failed: dict[str, Held] = {}
+        self._ids: set[str] = set()
+        self._changed = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._fresh) + len(self._failed)
+
+    def add(self, envelope: dict[str, Any]) -> bool:
+        envelope_id = envelope.get("id")
+        if not isinstance(envelope_id, str):
+            log.warning("event=delivery-without-id")
+            return False
+        if envelope_id in self._ids:
+            log.debug("event=delivery-repeated id=%s", envelope_id)
+            return False
+        sender = envelope.get("from")
+        self._ids.add(envelope_id)
+        self._fresh.append(Held(envelope, envelope_id, sender if isinstance(sender, str) else ""))
+        self._changed.set()
+        return True
+
+    def take(self, now: float) -> tuple[Held | None, float | None]:
+        """The next envelope to try now, or None and when a retry falls due (None: nothing
+        waits)."""
+        due = [held for held in self._failed.values() if held.due <= now]
+        if due:
+            return min(due, key=lambda held: held.due), None
+        for held in self._fresh:
+            if held.sender not in self._failed:
+                self._fresh.remove(held)
+                return held, None
+        return None, min((held.due for held in self._failed.values()), default=None)
+
+    async def next(self) -> Held:
+        while True:
+            self._changed.clear()
+            held, wake = self.take(time.monotonic())
+            if held is not None:
+                return held
+            timeout = None if wake is None else max(0.0, wake - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def done(self, held: Held) -> None:
+        if self._failed.get(held.sender) is held:
+            del self._failed[held.sender]
+        self._ids.discard(held.id)
+
+    def failed(self, held: Held, now: float) -> float:
+        """Keep ``held`` for a retry; the delay until then."""
+        held.failures += 1
+        delay = RECEIVE_RETRY.delay(held.failures - 1)
+        held.due = now + delay
+        self._failed[held.sender] = held
+        return delay
+
+
+class Delivery:
+    """Feeds the receiver from each registered connection in turn.
+
+    ``on_failure`` is told the sender of an envelope the receiver failed on, so the retry looks
+    the sender up afresh (its keys may have changed).
+    """
+
+    def __init__(self, *, on_failure: Callable[[str], None]) -> None:
+        self._on_failure = on_failure
+        self._receiver: EnvelopeReceiver | None = None
+        self._receiver_set = asyncio.Event()
+
+    def set_receiver(self, receiver: EnvelopeReceiver) -> None:
+        self._receiver = receiver
+        self._receiver_set.set()
+
+    def attach(self, channel: Channel) -> None:
+        """Take the envelopes ``channel`` delivers, for as long as it is open."""
+        inbox = DeliveryQueue()
+        channel.on_deliver = inbox.add
+        channel.spawn(self._deliver_forever(channel, inbox), name="hub-delivery")
+
+    async def _deliver_forever(self, channel: Channel, inbox: DeliveryQueue) -> None:
+        """One at a time, in the order of ``DeliveryQueue``: the receiver keeps the envelope,
+        then the hub forgets it. A failure is retried here, on this connection."""
+        while True:
+            held = await inbox.next()
+            await self._receiver_set.wait()
+            assert self._receiver is not None
+            try:
+                await self._receiver(held.envelope)
+            except Exception as error:
+                delay = inbox.failed(held, time.monotonic())
+                if held.sender:
+                    self._on_failure(held.sender)
+                log.warning("event=receive-failed id=%s from=%s attempt=%d retryIn=%.1fs "
+                            "error=%r", held.id, held.sender, held.failures, delay, error,
+                            exc_info=held.failures == 1)
+                continue
+            inbox.done(held)
+            if held.failures:
+                log.info("event=receive-recovered id=%s attempts=%d", held.id, held.failures + 1)
+            await channel.send({"type": "ack", "id": held.id})
