@@ -18,9 +18,11 @@ from anet_core.doctor import CheckContext
 from anet_core.errors import AnetError, ReasonError
 from anet_core.identity import (
     AID_REGEX,
+    AidError,
     HistoryError,
     Identity,
     VerifiedHistory,
+    check_aid,
     is_aid,
     verify_history,
     verify_signature,
@@ -61,6 +63,7 @@ from anet_core.settings import DataPaths
 from anet_core.tasks import InboundPolicy, Reason, TaskError, TaskLayer, TaskSubscription
 from anet_core.util.backoff import Backoff, TokenBucket
 from anet_core.util.canonical import b64u, canonical_json, unb64u
+from anet_core.util.cursor import decode_cursor, encode_cursor
 from anet_core.util.durations import GoDuration, parse_duration
 from anet_core.util.fsutil import write_atomic, write_private
 from anet_core.util.procnet import (
@@ -78,6 +81,7 @@ __all__ = [
     "NODE_KEY",
     "PROC",
     "WILDCARDS",
+    "AidError",
     "AnetError",
     "ArtifactLike",
     "BackendError",
@@ -129,9 +133,12 @@ __all__ = [
     "b64u",
     "bind_loopback",
     "canonical_json",
+    "check_aid",
     "command_of",
     "configure_logging",
+    "decode_cursor",
     "directory_listing",
+    "encode_cursor",
     "holders",
     "hookimpl",
     "is_aid",

@@ -36,7 +36,7 @@ from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, verify_with_key
-from anet_core.util.canonical import b64u, canonical_json
+from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
 from anet_core.util.fsutil import write_atomic
 
 HEAD_FILE = "head.json"
@@ -247,7 +247,7 @@ def _check_record(line: bytes, history: VerifiedHistory) -> tuple[dict[str, Any]
     if not isinstance(record, dict) or record.keys() != RECORD_FIELDS:
         return None, f"a record has exactly the fields {sorted(RECORD_FIELDS)}"
     seq, ts, key_seq = record["seq"], record["ts"], record["keySeq"]
-    if not all(_is_non_negative_int(value) for value in (seq, ts, key_seq)):
+    if not all(is_non_negative_int(value) for value in (seq, ts, key_seq)):
         return None, "seq, ts and keySeq must be non-negative integers"
     if not isinstance(record["data"], dict) or not isinstance(record["kind"], str):
         return None, "kind must be text and data an object"
@@ -330,10 +330,6 @@ def _lines(path: Path, issues: list[EvidenceIssue]) -> Iterator[tuple[int, bytes
             yield line_number, line
 
 
-def _is_non_negative_int(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -376,7 +372,7 @@ def _tail_record(line: bytes, path: Path) -> tuple[EvidenceHead, str | None]:
     try:
         record = json.loads(line)
         seq, record_digest, prev = record["seq"], record["hash"], record["prev"]
-        if (not _is_non_negative_int(seq) or not isinstance(record_digest, str)
+        if (not is_non_negative_int(seq) or not isinstance(record_digest, str)
                 or not isinstance(prev, str | None)):
             raise ValueError("bad seq, hash or prev")
     except (ValueError, TypeError, KeyError, UnicodeDecodeError):
@@ -393,7 +389,7 @@ def _read_head(path: Path) -> dict[str, Any] | None:
         return None
     except (OSError, UnicodeDecodeError) as error:
         raise ValueError(str(error)) from None
-    if (not isinstance(head, dict) or not _is_non_negative_int(head.get("seq"))
+    if (not isinstance(head, dict) or not is_non_negative_int(head.get("seq"))
             or not isinstance(head.get("hash"), str)):
         raise ValueError("it lacks a seq and a hash")
     return head

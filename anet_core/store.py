@@ -15,11 +15,10 @@ per version and :func:`open_store` applies the missing ones in one transaction e
 
 from __future__ import annotations
 
-import base64
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from anet_core.errors import AnetError
+from anet_core.util.cursor import decode_cursor, encode_cursor
 
 
 class TaskRole(StrEnum):
@@ -245,14 +245,14 @@ class Store:
             return None
         return task
 
-    def tasks_in_states(self, role: TaskRole, states: set[str]) -> list[StoredTask]:
+    def tasks_in_states(self, role: TaskRole, states: Collection[str]) -> list[StoredTask]:
         marks = ",".join("?" * len(states))
         rows = self._db.execute(f"SELECT * FROM tasks WHERE role = ? AND state IN ({marks})",
-                                (role.value, *sorted(states))).fetchall()
+                                (role.value, *_names(states))).fetchall()
         return [StoredTask.from_row(row) for row in rows]
 
     def heard_from(self, role: TaskRole, peer_aid: str, task_ids: list[str],
-                   states: set[str], at: float) -> int:
+                   states: Collection[str], at: float) -> int:
         """Move ``last_heard_at`` of these tasks of ``peer_aid`` (those in ``states``) forward to
         ``at``; nothing else changes. Returns how many tasks moved."""
         if not task_ids:
@@ -261,7 +261,7 @@ class Store:
         cursor = self._db.execute(
             f"UPDATE tasks SET last_heard_at = ? WHERE role = ? AND peer_aid = ?"
             f" AND id IN ({ids}) AND state IN ({marks}) AND last_heard_at < ?",
-            (at, role.value, peer_aid, *task_ids, *sorted(states), at))
+            (at, role.value, peer_aid, *task_ids, *_names(states), at))
         return cursor.rowcount
 
     def list_tasks(self, role: TaskRole, *, peer_aid: str | None = None,
@@ -352,12 +352,6 @@ class Store:
         return self._db.execute("SELECT 1 FROM outbox WHERE task_id = ? AND envelope_id IS NOT"
                                 " NULL", (task_id,)).fetchone() is not None
 
-    def outbox_count(self, task_id: str | None = None) -> int:
-        if task_id is None:
-            return self._db.execute("SELECT count(*) FROM outbox").fetchone()[0]
-        return self._db.execute("SELECT count(*) FROM outbox WHERE task_id = ?",
-                                (task_id,)).fetchone()[0]
-
     def outbox_withdraw(self, task_id: str) -> int:
         """Remove a task's unsent envelopes (the task ended here first); return how many."""
         return self._db.execute("DELETE FROM outbox WHERE task_id = ?", (task_id,)).rowcount
@@ -447,17 +441,21 @@ class Store:
 
 
 def encode_page_token(updated_at: float, task_id: str) -> str:
-    raw = json.dumps({"ts": updated_at, "id": task_id}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return encode_cursor({"ts": updated_at, "id": task_id})
 
 
 def decode_page_token(token: str) -> tuple[float, str]:
     """The position a page token stands for; ``ValueError`` naming the token otherwise."""
     try:
-        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        return float(raw["ts"]), str(raw["id"])
+        position = decode_cursor(token)
+        return float(position["ts"]), str(position["id"])
     except (ValueError, TypeError, KeyError):
         raise ValueError(f"page token {token[:40]!r} is not one this node issued") from None
+
+
+def _names(states: Collection[str]) -> list[str]:
+    """State names as plain text (a TaskState is a str, bound by its value)."""
+    return sorted(str(state) for state in states)
 
 
 def _json_or_none(value: dict[str, Any] | None) -> str | None:

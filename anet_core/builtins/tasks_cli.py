@@ -16,7 +16,7 @@ from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.control.parsing import RequestBody, query_number, read_body
 from anet_core.errors import AnetError
-from anet_core.identity import is_aid
+from anet_core.identity import check_aid
 from anet_core.node import NODE_KEY, Node
 from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
 from anet_core.records import CliCommand, ControlRoutes
@@ -159,13 +159,6 @@ def anet_routes(node: Node) -> list[ControlRoutes]:
 # --- what the commands print ---------------------------------------------------------------------
 
 
-def _require_aid(aid: str) -> str:
-    if not is_aid(aid):
-        raise AnetError("invalid-aid", f"{aid!r} is not an AID (32 characters of a-z and 2-7)",
-                        hint="copy the AID from `anet agents`")
-    return aid
-
-
 def _text_of(task: dict[str, Any]) -> str:
     """The task's latest words: the status message, else the last artifact with text, else the
     request."""
@@ -177,20 +170,20 @@ def _text_of(task: dict[str, Any]) -> str:
     return " ".join(part.get("text", f"[{next(iter(part), 'part')}]") for part in parts)
 
 
-def _state(task: dict[str, Any]) -> str:
-    return task["status"]["state"].removeprefix("TASK_STATE_").lower().replace("_", "-")
+def _state(task: dict[str, Any]) -> TaskState:
+    return TaskState(task["status"]["state"])
 
 
 def _print_task_line(task: dict[str, Any], peer: str) -> None:
     reason = task.get("metadata", {}).get(TaskMetadata.REASON)
-    print(f"{task['id']}  {_state(task):<14} {peer}  {_text_of(task)[:60]}"
+    print(f"{task['id']}  {_state(task).word:<14} {peer}  {_text_of(task)[:60]}"
           + (f"  ({reason})" if reason else ""))
 
 
 def _print_task(task: dict[str, Any]) -> None:
     metadata = task.get("metadata", {})
     rows = [("task", task["id"]), ("role", task.get("role", "")), ("agent", task.get("peer", "")),
-            ("state", _state(task)), ("context", task.get("contextId", ""))]
+            ("state", _state(task).word), ("context", task.get("contextId", ""))]
     rows += [(key.removeprefix(METADATA_PREFIX), str(value))
              for key, value in sorted(metadata.items()) if key.startswith(METADATA_PREFIX)]
     for label, value in rows:
@@ -205,32 +198,27 @@ def _print_task(task: dict[str, Any]) -> None:
         print(f"  [artifact {name}] {_text_of({'artifacts': [artifact]})}")
 
 
-def _settled(task: dict[str, Any]) -> bool:
-    state = TaskState(task["status"]["state"])
-    return state.is_terminal or state.is_interrupted
-
-
 # --- requester commands --------------------------------------------------------------------------
 
 
 def _run_send(args: argparse.Namespace, ctx: CliContext) -> int:
-    task = ctx.daemon.post("/tasks/send", {"aid": _require_aid(args.aid), "text": args.text})
+    task = ctx.daemon.post("/tasks/send", {"aid": check_aid(args.aid), "text": args.text})
     if args.wait:
         deadline = time.monotonic() + args.timeout
-        while not _settled(task) and time.monotonic() < deadline:
+        while not _state(task).is_settled and time.monotonic() < deadline:
             time.sleep(WAIT_POLL_S)
             task = ctx.daemon.get(f"/tasks/task/{task['id']}")
     if args.json:
         ctx.print_json(task)
     else:
-        print(f"task {task['id']}: {_state(task)}")
-        if _settled(task):
+        print(f"task {task['id']}: {_state(task).word}")
+        if _state(task).is_settled:
             print(_text_of(task))
-    return 0 if not args.wait or _settled(task) else 3
+    return 0 if not args.wait or _state(task).is_settled else 3
 
 
 def _run_tasks(args: argparse.Namespace, ctx: CliContext) -> int:
-    query = {"pageSize": str(args.limit)} | ({"aid": _require_aid(args.aid)} if args.aid else {})
+    query = {"pageSize": str(args.limit)} | ({"aid": check_aid(args.aid)} if args.aid else {})
     page = ctx.daemon.get(f"/tasks/list?{urlencode(query)}")
     if args.json:
         ctx.print_json(page)
@@ -271,13 +259,13 @@ def _run_inbox(args: argparse.Namespace, ctx: CliContext) -> int:
 def _run_reply(args: argparse.Namespace, ctx: CliContext) -> int:
     task = ctx.daemon.post("/tasks/reply", {"taskId": args.task_id, "text": args.text,
                                             "inputRequired": args.input_required})
-    print(f"task {task['id']}: {_state(task)}")
+    print(f"task {task['id']}: {_state(task).word}")
     return 0
 
 
 def _run_reject(args: argparse.Namespace, ctx: CliContext) -> int:
     task = ctx.daemon.post("/tasks/reject", {"taskId": args.task_id, "reason": args.reason})
-    print(f"task {task['id']}: {_state(task)}")
+    print(f"task {task['id']}: {_state(task).word}")
     return 0
 
 
@@ -304,7 +292,7 @@ def _run_trust(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.aid is None:
         raise AnetError("aid-missing", f"`anet trust {args.action}` needs an AID",
                         hint=f"anet trust {args.action} <aid>")
-    result = ctx.daemon.post(f"/tasks/trust/{args.action}", {"aid": _require_aid(args.aid)})
+    result = ctx.daemon.post(f"/tasks/trust/{args.action}", {"aid": check_aid(args.aid)})
     verb = {"add": ("added to", "already on"), "remove": ("removed from", "was not on")}
     print(f"{args.aid} {verb[args.action][0 if result['changed'] else 1]} the trust list")
     return 0

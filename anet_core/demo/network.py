@@ -33,6 +33,7 @@ from anet_core.control.client import answer
 from anet_core.errors import AnetError
 from anet_core.settings import DataPaths
 from anet_core.util.fsutil import write_private
+from anet_core.wire import TaskState
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -41,11 +42,6 @@ POLL_S = 0.05
 HUB_PORT_ATTEMPTS = 3
 LOG_TAIL_LINES = 15
 AGENT_SOCKET = "text-agent.sock"
-
-TERMINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
-                             "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED",
-                             "TASK_STATE_AUTH_REQUIRED"})
-"""States in which a task waits for nobody but the client."""
 
 TEXT_AGENT_SKILLS = [
     {"id": "stats", "name": "Text statistics", "tags": ["text", "count"],
@@ -488,7 +484,7 @@ class EmbeddedNetwork:
             raise AnetError("demo-a2a-error", "SendMessage answered a message, not a task",
                             detail=str(result))
         deadline = time.monotonic() + timeout
-        while task["status"]["state"] not in TERMINAL_STATES:
+        while not TaskState(task["status"]["state"]).is_settled:
             if time.monotonic() > deadline:
                 raise AnetError("demo-timeout", f"task {task['id']} still "
                                 f"{task['status']['state']} after {timeout:.0f} s")

@@ -5,7 +5,15 @@ See ``docs/protocol.md`` ("Identity and key history", "Signed documents") for th
 
 from __future__ import annotations
 
-from anet_core.identity.aid import AID_PATTERN, AID_REGEX, check_aid, derive_aid, is_aid
+from anet_core.identity.aid import (
+    AID_PATTERN,
+    AID_REGEX,
+    Aid,
+    AidError,
+    check_aid,
+    derive_aid,
+    is_aid,
+)
 from anet_core.identity.documents import DocumentError, sign_document, verify_document
 from anet_core.identity.history import (
     HistoryError,
@@ -21,6 +29,8 @@ __all__ = [
     "AID_PATTERN",
     "AID_REGEX",
     "RAW_CONTEXT",
+    "Aid",
+    "AidError",
     "DocumentError",
     "HistoryError",
     "Identity",

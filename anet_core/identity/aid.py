@@ -5,16 +5,27 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import StringConstraints
+
+from anet_core.errors import AnetError
 from anet_core.util.canonical import canonical_json
 
-AID_LENGTH = 32
 AID_REGEX = "[a-z2-7]{32}"
 """Unanchored, for embedding in other patterns (aiohttp route segments: ``{aid:[a-z2-7]{32}}``)."""
 
 AID_PATTERN = re.compile(rf"\A{AID_REGEX}\Z")
 """Anchored at both ends (``\\Z``, so a trailing newline does not slip through ``match``)."""
+
+Aid = Annotated[str, StringConstraints(pattern=rf"^{AID_REGEX}$")]
+"""An AID as a pydantic field type (frames and signed documents)."""
+
+AID_HINT = "copy the AID from `anet agents`"
+
+
+class AidError(AnetError, ValueError):
+    """A value that should be an AID is not one (``reason`` ``invalid-aid``)."""
 
 
 def is_aid(text: object) -> bool:
@@ -32,8 +43,10 @@ def derive_aid(genesis_body: dict[str, Any]) -> str:
     return base64.b32encode(digest).decode().lower()
 
 
-def check_aid(aid: object) -> str:
-    """Return ``aid`` when it is a valid AID; raise ``ValueError`` naming the value otherwise."""
-    if not isinstance(aid, str) or AID_PATTERN.match(aid) is None:
-        raise ValueError(f"{aid!r} is not an AID (32 characters of a-z and 2-7)")
+def check_aid(aid: object, *, hint: str = AID_HINT) -> str:
+    """Return ``aid`` when it is a valid AID; raise :class:`AidError` naming the value (and
+    saying where to find the right one: ``hint``) otherwise."""
+    if not isinstance(aid, str) or not is_aid(aid):
+        raise AidError("invalid-aid", f"{repr(aid)[:80]} is not an AID (32 characters of a-z "
+                                      "and 2-7)", hint=hint)
     return aid

@@ -37,7 +37,7 @@ from anet_core.identity.signatures import (
     sign_with_key,
     verify_with_key,
 )
-from anet_core.util.canonical import b64u, canonical_json
+from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
 
 StatementKind = Literal["genesis", "rotate", "emergency"]
 STATEMENT_KINDS: tuple[StatementKind, ...] = ("genesis", "rotate", "emergency")
@@ -136,7 +136,7 @@ class KeyStatement:
 
 
 def _non_negative_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not isinstance(value, int) or not is_non_negative_int(value):
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     return value
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from anet_core.errors import ReasonError
 from anet_core.identity import (
-    AID_REGEX,
+    Aid,
     DocumentError,
     Identity,
     VerifiedHistory,
@@ -26,7 +26,7 @@ from anet_core.util.canonical import b64u
 
 CARD_TYPE = "anet.card"
 RECEIPT_TYPE = "anet.receipt/v1"
-"""As ``anet_core.tasks.receipts`` issues them (not imported: the hub does not run tasks)."""
+"""As the provider's task layer issues them (``anet_core.tasks.receipts``)."""
 REVIEW_TYPE = "anet.review"
 OFFICIAL_LIST_TYPE = "anet.official-list"
 COMPLETED = "TASK_STATE_COMPLETED"
@@ -34,7 +34,6 @@ COMPLETED = "TASK_STATE_COMPLETED"
 MAX_CARD_BYTES = 64 * 1024
 MAX_REVIEW_TEXT = 2000
 
-_Aid = Annotated[str, StringConstraints(pattern=rf"^{AID_REGEX}$")]
 _Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 
@@ -72,15 +71,15 @@ class Receipt(_Document):
 
     type: Literal["anet.receipt/v1"]
     taskId: _Word
-    requester: _Aid
-    provider: _Aid
+    requester: Aid
+    provider: Aid
     state: str
     resultHash: Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class Review(_Document):
     type: Literal["anet.review"]
-    subject: _Aid
+    subject: Aid
     rating: int = Field(ge=1, le=5)
     text: Annotated[str, StringConstraints(max_length=MAX_REVIEW_TEXT)] = ""
     receipt: dict[str, Any]
@@ -89,10 +88,10 @@ class Review(_Document):
 
 class OfficialList(_Document):
     type: Literal["anet.official-list"]
-    hub: _Aid
+    hub: Aid
     version: int = Field(ge=1)
     issuedAt: int = Field(ge=0)
-    members: list[_Aid] = Field(max_length=100_000)
+    members: list[Aid] = Field(max_length=100_000)
 
 
 class DirectoryDocError(ReasonError, ValueError):

@@ -41,7 +41,7 @@ from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import ENVELOPE_CONTEXT, SIGNATURE_BYTES, verify_with_key
-from anet_core.util.canonical import b64u, canonical_json
+from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
 
 ENVELOPE_VERSION = 1
 ENVELOPE_FIELDS = frozenset({"v", "id", "from", "to", "epk", "nonce", "ct"})
@@ -252,8 +252,8 @@ def _parse_inner(plaintext: bytes) -> dict[str, Any]:
         raise EnvelopeError("malformed", f"the sealed payload must have exactly the fields "
                                          f"{sorted(INNER_FIELDS)}")
     problems = [name for name, ok in (
-        ("ts", _is_non_negative_int(inner["ts"])),
-        ("keySeq", _is_non_negative_int(inner["keySeq"])),
+        ("ts", is_non_negative_int(inner["ts"])),
+        ("keySeq", is_non_negative_int(inner["keySeq"])),
         ("body", isinstance(inner["body"], dict)),
         ("signature", isinstance(inner["signature"], str)),
     ) if not ok]
@@ -264,7 +264,3 @@ def _parse_inner(plaintext: bytes) -> dict[str, Any]:
     except ValueError as error:
         raise EnvelopeError("malformed", f"the sealed payload's {error}") from None
     return inner
-
-
-def _is_non_negative_int(value: object) -> bool:
-    return type(value) is int and value >= 0

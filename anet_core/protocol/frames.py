@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 from pydantic.alias_generators import to_camel
 
 from anet_core.errors import ReasonError
-from anet_core.identity import AID_REGEX
+from anet_core.identity import Aid
 from anet_core.identity.history import MAX_HISTORY_LENGTH
 from anet_core.util.canonical import canonical_json
 
@@ -38,7 +38,6 @@ CHALLENGE_TTL_S = 60.0
 MAX_SEARCH_LIMIT = 100
 DEFAULT_SEARCH_LIMIT = 50
 
-Aid = Annotated[str, StringConstraints(pattern=rf"^{AID_REGEX}$")]
 RequestId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 B64Text = Annotated[str, StringConstraints(min_length=1, max_length=200)]

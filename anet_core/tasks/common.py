@@ -22,9 +22,10 @@ log = logging.getLogger("anet.tasks")
 
 
 class TaskError(AnetError):
-    """A task operation refused; ``reason`` is one of: invalid-aid, unknown-agent,
-    not-registered, hub-unavailable, invalid-message, invalid-params, task-not-found,
-    task-terminal, task-not-waiting, task-not-cancelable."""
+    """A task operation refused; ``reason`` is one of: unknown-agent, not-registered,
+    hub-unavailable, invalid-message, invalid-params, task-not-found, task-terminal,
+    task-not-waiting, task-not-cancelable, policy-refused. (An AID that is none raises
+    ``anet_core.identity.AidError``, reason invalid-aid.)"""
 
 
 def new_id() -> str:
@@ -128,12 +129,6 @@ class Effects:
 
     def publish(self, task: dict[str, Any], events: list[dict[str, Any]]) -> None:
         self.events.append((task["id"], events, state_of(task).is_terminal))
-
-    def merge(self, other: Effects) -> None:
-        self.evidence += other.evidence
-        self.events += other.events
-        self.background += other.background
-        self.send = self.send or other.send
 
 
 @dataclass

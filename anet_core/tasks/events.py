@@ -82,6 +82,3 @@ class TaskEvents:
             else self._subscribers.get(task_id, set())
         for subscription in list(subscribers):
             subscription.put(events, last=terminal)
-
-    def waiting(self, task_id: str) -> int:
-        return len(self._subscribers.get(task_id, ()))

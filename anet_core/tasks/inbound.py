@@ -72,7 +72,7 @@ class EnvelopeReceiver:
         try:
             peer = await self._node.hub.peer(header.sender)
         except HubError as error:
-            if error.reason in {"unknown-agent", "unknown-recipient"}:
+            if error.unknown_agent:
                 self._refuse(header.id, header.sender, "unknown-sender", error.message)
                 return
             raise  # the hub keeps the envelope and delivers it again

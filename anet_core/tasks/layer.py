@@ -98,11 +98,11 @@ class TaskLayer:
 
     def trust(self, aid: str) -> bool:
         with self._store.transaction():
-            return self._store.trust(_valid_aid(aid))
+            return self._store.trust(check_aid(aid))
 
     def distrust(self, aid: str) -> bool:
         with self._store.transaction():
-            return self._store.distrust(_valid_aid(aid))
+            return self._store.distrust(check_aid(aid))
 
     def trusted(self) -> list[dict[str, Any]]:
         return [{"aid": aid, "addedAt": added_at} for aid, added_at in self._store.trusted()]
@@ -162,14 +162,6 @@ class TaskLayer:
             if forgotten:
                 log.debug("forgot %d expired envelope ids", forgotten)
             await asyncio.sleep(SEEN_PURGE_INTERVAL_S)
-
-
-def _valid_aid(aid: str) -> str:
-    try:
-        return check_aid(aid)
-    except ValueError:
-        raise TaskError("invalid-aid", f"{str(aid)[:80]!r} is not an AID",
-                        hint="copy the AID from `anet agents`") from None
 
 
 @asynccontextmanager

@@ -60,7 +60,7 @@ from anet_core.tasks.common import (
 from anet_core.tasks.policy import InboundPolicy, policy_in
 from anet_core.tasks.receipts import issue_receipt
 from anet_core.tasks.responder import TaskResponder
-from anet_core.wire import TaskState
+from anet_core.wire import ACTIVE_TASK_STATES, TaskState
 
 if TYPE_CHECKING:
     from anet_core.node import Node
@@ -70,9 +70,6 @@ log = logging.getLogger("anet.tasks.provider")
 ALIVE_INTERVAL_S = 300.0
 """How often each requester is told which of its tasks are still open here (``task.alive``);
 well below the default ``no_response_after`` of 15 minutes."""
-ALIVE_STATES = frozenset({TaskState.TASK_STATE_SUBMITTED.value, TaskState.TASK_STATE_WORKING.value})
-"""States in which the requester waits for this node (and counts ``no_response_after``)."""
-
 REJECTION_NOTES = {
     Reason.REJECTED_BY_POLICY: "This agent accepts no tasks at the moment.",
     Reason.NOT_TRUSTED: "This agent accepts tasks only from agents on its trust list.",
@@ -372,7 +369,7 @@ class Provider:
         if hub.status.state is not JoinState.REGISTERED:
             return 0
         open_tasks: defaultdict[str, list[AliveTask]] = defaultdict(list)
-        for stored in self._store.tasks_in_states(TaskRole.PROVIDER, set(ALIVE_STATES)):
+        for stored in self._store.tasks_in_states(TaskRole.PROVIDER, ACTIVE_TASK_STATES):
             open_tasks[stored.peer_aid].append(AliveTask(task_id=stored.id,
                                                          context_id=stored.context_id))
         sent = 0

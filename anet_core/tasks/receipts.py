@@ -24,9 +24,8 @@ from anet_core.identity import (
     sign_document,
     verify_document,
 )
+from anet_core.protocol.documents import RECEIPT_TYPE
 from anet_core.util.canonical import b64u, canonical_json
-
-RECEIPT_TYPE = "anet.receipt/v1"
 
 
 def result_hash(status: dict[str, Any], artifacts: list[dict[str, Any]]) -> str:

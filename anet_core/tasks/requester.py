@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from anet_core.identity import VerifiedHistory, is_aid
+from anet_core.identity import VerifiedHistory, check_aid
 from anet_core.link import HubError, JoinState, PeerInfo
 from anet_core.protocol.tasks import (
     EffectStatus,
@@ -44,16 +44,19 @@ from anet_core.tasks.common import (
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.receipts import check_receipt
-from anet_core.wire import LIST_TASKS_MAX_PAGE_SIZE, Message, Role, TaskState, parse_timestamp
+from anet_core.wire import (
+    ACTIVE_TASK_STATES,
+    LIST_TASKS_MAX_PAGE_SIZE,
+    Message,
+    Role,
+    TaskState,
+    parse_timestamp,
+)
 
 if TYPE_CHECKING:
     from anet_core.node import Node
 
 log = logging.getLogger("anet.tasks.requester")
-
-WAITING_STATES = {TaskState.TASK_STATE_SUBMITTED.value, TaskState.TASK_STATE_WORKING.value}
-"""States in which the requester waits for the provider (and no_response_after counts)."""
-
 
 class Requester:
     def __init__(self, node: Node, store: Store, events: TaskEvents,
@@ -78,7 +81,7 @@ class Requester:
         ``metadata`` is the request-level metadata of the client's call; it travels beside the
         message (``task.message`` ``metadata``) to the agent, unchanged.
         """
-        self._check_aid(aid)
+        self._check_remote(aid)
         parsed = _parse_message(message)
         continued = self._task_of(aid, parsed.task_id) if parsed.task_id else None
         if (continued is not None and parsed.context_id
@@ -141,7 +144,7 @@ class Requester:
         stored = self._task_of(aid, task_id)
         if state_of(stored.task).is_terminal:
             raise TaskError("task-not-cancelable",
-                            f"task {task_id} is already {_state_word(stored.state)}")
+                            f"task {task_id} is already {TaskState(stored.state).word}")
         effects = Effects()
         with self._store.transaction():
             known = stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS)
@@ -166,10 +169,6 @@ class Requester:
     def peer_of(self, task_id: str) -> str:
         """The AID of the agent a task was sent to."""
         return self._task_of(None, task_id).peer_aid
-
-    def receipt(self, task_id: str) -> dict[str, Any] | None:
-        """The provider's signed receipt of a finished task (for reviews), if it came."""
-        return self._task_of(None, task_id).receipt
 
     async def review(self, task_id: str, rating: int, text: str = "") -> dict[str, Any]:
         """Rate the agent that completed ``task_id`` at the hub, with its receipt as proof."""
@@ -299,7 +298,7 @@ class Requester:
         than now), so a heartbeat that waited at the hub proves nothing newer. No state change,
         no event, ``anet.state_seq`` unchanged."""
         heard = self._store.heard_from(TaskRole.REQUESTER, sender,
-                                       [task.task_id for task in alive.tasks], WAITING_STATES,
+                                       [task.task_id for task in alive.tasks], ACTIVE_TASK_STATES,
                                        min(sent_at, time.time()))
         log.debug("%s: %d of %d task(s) alive", sender, heard, len(alive.tasks))
         return Effects()
@@ -309,7 +308,7 @@ class Requester:
     def fail_silent_tasks(self, no_response_after: float, now: float) -> Effects:
         """Fail tasks that waited longer than ``no_response_after`` seconds for any word."""
         effects = Effects()
-        for stored in self._store.tasks_in_states(TaskRole.REQUESTER, WAITING_STATES):
+        for stored in self._store.tasks_in_states(TaskRole.REQUESTER, ACTIVE_TASK_STATES):
             if now - stored.last_heard_at < no_response_after:
                 continue
             with self._store.transaction():
@@ -333,8 +332,7 @@ class Requester:
             return effects
         effect = EffectStatus(stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS,
                                                           EffectStatus.NONE))
-        reason = Reason.UNKNOWN_AGENT if error.reason in {"unknown-agent", "unknown-recipient"} \
-            else Reason.HUB_REFUSED
+        reason = Reason.UNKNOWN_AGENT if error.unknown_agent else Reason.HUB_REFUSED
         self._store.outbox_withdraw(stored.id)
         self._finish_here(stored, TaskState.TASK_STATE_FAILED, reason, effect,
                           f"The hub refused the message: {error.message}", effects)
@@ -394,11 +392,11 @@ class Requester:
         task = stored.task
         state = state_of(task)
         if state.is_terminal:
-            raise TaskError("task-terminal", f"task {stored.id} is {_state_word(stored.state)} "
+            raise TaskError("task-terminal", f"task {stored.id} is {state.word} "
                                              "and takes no more messages",
                             hint="send the message without taskId to start a new task")
         if not state.is_interrupted:
-            raise TaskError("task-not-waiting", f"task {stored.id} is {_state_word(stored.state)}"
+            raise TaskError("task-not-waiting", f"task {stored.id} is {state.word}"
                                                 "; a message continues it only when it asks for "
                                                 "input", hint="wait for the agent's question")
         sent = message | {"contextId": stored.context_id, "taskId": stored.id}
@@ -430,10 +428,8 @@ class Requester:
                             hint="`anet tasks` lists the tasks this node sent")
         return stored
 
-    def _check_aid(self, aid: str) -> None:
-        if not is_aid(aid):
-            raise TaskError("invalid-aid", f"{str(aid)[:80]!r} is not an AID",
-                            hint="copy the AID from `anet agents`")
+    def _check_remote(self, aid: str) -> None:
+        check_aid(aid)
         if aid == self._node.aid:
             raise TaskError("unknown-agent", f"{aid} is this node itself, not a remote agent",
                             hint="`anet agents` lists the remote agents")
@@ -442,7 +438,7 @@ class Requester:
         try:
             return await self._node.hub.peer(aid)
         except HubError as error:
-            if error.reason in {"unknown-agent", "unknown-recipient"}:
+            if error.unknown_agent:
                 raise TaskError("unknown-agent", f"no agent {aid} is known to the hub",
                                 hint="check the AID with `anet agents`") from None
             raise TaskError("hub-unavailable", f"the hub could not describe {aid}: "
@@ -470,10 +466,6 @@ def _effect_of(state: TaskState) -> EffectStatus:
     if state is TaskState.TASK_STATE_REJECTED:
         return EffectStatus.NONE
     return EffectStatus.POSSIBLE
-
-
-def _state_word(state: str) -> str:
-    return state.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 def _epoch(since: datetime | str | float | None) -> float | None:

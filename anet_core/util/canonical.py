@@ -13,6 +13,11 @@ def canonical_json(value: Any) -> bytes:
                       allow_nan=False).encode()
 
 
+def is_non_negative_int(value: object) -> bool:
+    """A JSON integer ``>= 0`` (``true`` and ``1.0`` are not integers here)."""
+    return type(value) is int and value >= 0
+
+
 def b64u(data: bytes) -> str:
     """URL-safe base64 without padding (RFC 7515 style)."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()

@@ -44,6 +44,7 @@ from anet_core.wire.card import (
     StringList,
 )
 from anet_core.wire.enums import (
+    ACTIVE_TASK_STATES,
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
     ProtoEnum,
@@ -112,6 +113,7 @@ from anet_core.wire.requests import (
 __all__ = [
     "A2A_ERROR_DOMAIN",
     "A2A_PROTOCOL_VERSION",
+    "ACTIVE_TASK_STATES",
     "AGENT_CARD_WELL_KNOWN_PATH",
     "BAD_REQUEST_TYPE",
     "ERROR_INFO_TYPE",

@@ -56,6 +56,21 @@ class TaskState(ProtoEnum):
         """The task waits for the client (input or auth); a blocking send returns here."""
         return self in INTERRUPTED_TASK_STATES
 
+    @property
+    def is_active(self) -> bool:
+        """The agent holds the turn (submitted or working): the client waits for it."""
+        return self in ACTIVE_TASK_STATES
+
+    @property
+    def is_settled(self) -> bool:
+        """The task waits for nobody but the client: terminal or interrupted."""
+        return self.is_terminal or self.is_interrupted
+
+    @property
+    def word(self) -> str:
+        """The state as a person reads it: ``input-required`` for TASK_STATE_INPUT_REQUIRED."""
+        return self.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
 
 TERMINAL_TASK_STATES: frozenset[TaskState] = frozenset({
     TaskState.TASK_STATE_COMPLETED,
@@ -70,3 +85,9 @@ INTERRUPTED_TASK_STATES: frozenset[TaskState] = frozenset({
     TaskState.TASK_STATE_AUTH_REQUIRED,
 })
 """States in which the task waits for the client; streams and blocking sends end there too."""
+
+ACTIVE_TASK_STATES: frozenset[TaskState] = frozenset({
+    TaskState.TASK_STATE_SUBMITTED,
+    TaskState.TASK_STATE_WORKING,
+})
+"""States in which the agent holds the turn; the client waits for it."""

@@ -6,8 +6,7 @@ import pytest
 
 from anet_core.identity import Identity
 from anet_core.link import HubError
-from anet_core.protocol import documents
-from anet_core.tasks.receipts import RECEIPT_TYPE, issue_receipt
+from anet_core.tasks.receipts import issue_receipt
 
 
 def receipt(provider: Identity, requester: str, task_id: str = "task-1",
@@ -16,10 +15,6 @@ def receipt(provider: Identity, requester: str, task_id: str = "task-1",
     return issue_receipt(provider, task_id=task_id, context_id="ctx-1", requester=requester,
                          status={"state": state}, artifacts=[{"artifactId": "a", "parts": []}],
                          state_seq=3)
-
-
-def test_the_hub_checks_the_task_layers_receipt_type():
-    assert documents.RECEIPT_TYPE == RECEIPT_TYPE
 
 
 async def _refused(client, review: dict) -> str:

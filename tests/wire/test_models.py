@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from anet_core.wire import (
+    ACTIVE_TASK_STATES,
     INTERRUPTED_TASK_STATES,
     TERMINAL_TASK_STATES,
     AgentCard,
@@ -161,6 +162,16 @@ def test_terminal_and_interrupted_states() -> None:
     assert not TaskState.TASK_STATE_WORKING.is_terminal
     assert TaskState.TASK_STATE_AUTH_REQUIRED.is_interrupted
     assert TaskState.TASK_STATE_COMPLETED.number == 3
+
+
+def test_every_state_is_active_settled_or_unspecified() -> None:
+    assert {s.name for s in ACTIVE_TASK_STATES} == {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
+    for state in TaskState:
+        kinds = [state.is_active, state.is_settled, state is TaskState.TASK_STATE_UNSPECIFIED]
+        assert kinds.count(True) == 1, state
+    assert TaskState.TASK_STATE_INPUT_REQUIRED.is_settled
+    assert TaskState.TASK_STATE_INPUT_REQUIRED.word == "input-required"
+    assert TaskState.TASK_STATE_COMPLETED.word == "completed"
 
 
 def test_stream_response_needs_exactly_one_member() -> None:

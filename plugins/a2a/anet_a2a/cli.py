@@ -12,7 +12,7 @@ from typing import Any
 from anet_a2a import hermes
 from anet_a2a.card import AGENTS_PATH
 from anet_a2a.state import StateDir
-from anet_core.api import AnetError, CliContext, is_aid
+from anet_core.api import AnetError, CliContext, check_aid
 
 CARD_FETCH_TIMEOUT_S = 10.0
 __all__ = ["AGENTS_PATH", "configure_wire", "run_rotate", "run_wire"]
@@ -68,10 +68,7 @@ def run_wire(args: argparse.Namespace, ctx: CliContext) -> int:
         raise AnetError("wire-usage", "--name names one entry; give one --a2a with it")
     path = hermes.config_path(args.profile)
     for aid in args.aids:
-        if not is_aid(aid):
-            raise AnetError("wire-aid-invalid",
-                            f"{aid!r} is not an AID (32 characters of a-z and 2-7)",
-                            hint="`anet agents` lists the remote agents")
+        check_aid(aid, hint="`anet agents` lists the remote agents")
         try:
             capabilities = hermes.capabilities_of(_proxy_card(wiring, aid))
         except (urllib.error.URLError, OSError, ValueError) as error:

@@ -55,7 +55,7 @@ class Endpoint:
         try:
             return await self.node.hub.peer(aid)
         except HubError as error:
-            if error.reason == "unknown-agent":
+            if error.unknown_agent:
                 raise no_such_agent(aid) from None
             # The directory cannot be asked now: nothing the agent said can be checked, so
             # the card is the placeholder made from the AID.

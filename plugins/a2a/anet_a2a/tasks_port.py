@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from anet_a2a.replies import no_such_agent
-from anet_core.api import TaskError, TaskLayer, TaskMetadata, TaskSubscription
+from anet_core.api import AidError, AnetError, TaskError, TaskLayer, TaskMetadata, TaskSubscription
 from anet_core.wire import A2AError, A2AErrorKind
 
 T = TypeVar("T")
@@ -29,7 +29,11 @@ _KINDS = {
 }
 
 
-def a2a_error(aid: str, error: TaskError) -> A2AError:
+REFUSALS = (TaskError, AidError)
+"""What the task layer raises for a request it refuses."""
+
+
+def a2a_error(aid: str, error: AnetError) -> A2AError:
     """The A2A form of a task-layer refusal; ``anet.reason`` keeps the precise word."""
     if error.reason in {"unknown-agent", "invalid-aid"}:
         return no_such_agent(aid)
@@ -48,14 +52,14 @@ class AgentTasks:
     def _call(self, call: Callable[[], T]) -> T:
         try:
             return call()
-        except TaskError as error:
+        except REFUSALS as error:
             raise a2a_error(self.aid, error) from None
 
     async def send(self, message: dict[str, Any],
                    metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
             return await self.layer.send(self.aid, message, metadata=metadata)
-        except TaskError as error:
+        except REFUSALS as error:
             raise a2a_error(self.aid, error) from None
 
     def get(self, task_id: str) -> dict[str, Any]:
@@ -67,7 +71,7 @@ class AgentTasks:
     async def cancel(self, task_id: str) -> dict[str, Any]:
         try:
             return await self.layer.cancel(self.aid, task_id)
-        except TaskError as error:
+        except REFUSALS as error:
             raise a2a_error(self.aid, error) from None
 
     def subscribe(self, task_id: str) -> TaskSubscription:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from anet_core.api import AnetError, Identity, is_aid
+from anet_core.api import AnetError, Identity, check_aid
 from anet_core.protocol.documents import sign_official_list
 from anet_hub.sqlite import SqliteHubStorage
 from anet_hub.storage import AgentRecord, StorageError
@@ -36,10 +36,7 @@ def _database(data_dir: Path) -> Path:
     return database
 
 
-def _check_aid(aid: str) -> None:
-    if not is_aid(aid):
-        raise AnetError("hub-bad-aid", f"{aid!r} is not an AID (32 characters of a-z and 2-7)",
-                        hint="copy it from `anet hub pending` or from the node's `anet status`")
+NODE_AID_HINT = "copy it from `anet hub pending` or from the node's `anet status`"
 
 
 async def _with_storage(data_dir: Path,
@@ -56,7 +53,7 @@ async def _with_storage(data_dir: Path,
 
 def approve(data_dir: Path, aid: str) -> None:
     """Let a pending node in; its waiting session is registered within a second."""
-    _check_aid(aid)
+    check_aid(aid, hint=NODE_AID_HINT)
 
     async def run(storage: SqliteHubStorage) -> None:
         if await storage.approve(aid):
@@ -83,7 +80,7 @@ def pending(data_dir: Path) -> list[PendingAgent]:
 
 def change_official(data_dir: Path, aid: str, *, add: bool) -> list[str]:
     """Add or remove ``aid``; re-sign the list with the operator key. Returns the new members."""
-    _check_aid(aid)
+    check_aid(aid, hint=NODE_AID_HINT)
     operator = Identity.load(data_dir / "identity")
 
     async def run(storage: SqliteHubStorage) -> list[str]:

@@ -6,7 +6,6 @@ the hub holds for it; what is stored is exactly what was signed, so a node can v
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -19,8 +18,9 @@ from anet_core.api import (
     VerifiedHistory,
     b64u,
     canonical_json,
+    decode_cursor,
+    encode_cursor,
     is_aid,
-    unb64u,
     verify_history,
     verify_signature,
 )
@@ -177,25 +177,25 @@ class Directory:
         words = tuple((query.q or "").lower().split())
         if len(words) > MAX_QUERY_WORDS:
             raise Refusal("bad-query", f"q has {len(words)} words; at most {MAX_QUERY_WORDS}")
-        after = decode_cursor(query.cursor) if query.cursor else None
+        after = search_position(query.cursor) if query.cursor else None
         filter_ = SearchFilter(skill=query.skill.lower() if query.skill else None,
                                tag=query.tag.lower() if query.tag else None, words=words)
         records = await self.storage.search(filter_, after=after, limit=query.limit + 1)
         page = records[:query.limit]
         more = len(records) > query.limit
-        return [self.entry(record) for record in page], (encode_cursor(page[-1].aid)
+        return [self.entry(record) for record in page], (search_cursor(page[-1].aid)
                                                          if more else None)
 
 
-def encode_cursor(after: str) -> str:
+def search_cursor(after: str) -> str:
     """Opaque to nodes: results are ordered by AID, the cursor names the last one returned."""
-    return b64u(canonical_json({"after": after}))
+    return encode_cursor({"after": after})
 
 
-def decode_cursor(cursor: str) -> str:
+def search_position(cursor: str) -> str:
     try:
-        after = json.loads(unb64u(cursor))["after"]
-    except (ValueError, KeyError, TypeError):
+        after = decode_cursor(cursor)["after"]
+    except (ValueError, KeyError):
         raise Refusal("bad-cursor", "the cursor was not made by this hub; start without one") \
             from None
     if not is_aid(after):
