@@ -17,7 +17,7 @@ from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from anet_core.settings import DataPaths, Settings
 
-log = logging.getLogger("anet.daemon")
+log = logging.getLogger(__name__)
 
 
 def running_pid(paths: DataPaths) -> int | None:
@@ -102,7 +102,7 @@ def main() -> int:
     try:
         return run_daemon(settings)
     except AnetError as error:
-        log.error("%s", error.render())
+        log.error("event=start-failed reason=%s message=%r", error.reason, error.message)
         print(error.render(), file=sys.stderr)
         return 2
 

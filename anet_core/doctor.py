@@ -100,7 +100,7 @@ async def _run_one(check: DoctorCheck, ctx: CheckContext) -> Outcome:
     except AnetError as error:
         result = CheckResult(CheckStatus.FAIL, error.message, detail=error.detail, hint=error.hint)
     except Exception as error:
-        log.debug("doctor check %s crashed", check.name, exc_info=True)
+        log.debug("event=check-crashed check=%s", check.name, exc_info=True)
         result = CheckResult(CheckStatus.FAIL, f"the check crashed: {type(error).__name__}: "
                              f"{error}", hint=f"report it to the {check.module} module's authors")
     return Outcome(check, result, time.monotonic() - started)

@@ -42,7 +42,9 @@ from anet_core.util.fsutil import write_atomic
 HEAD_FILE = "head.json"
 HEAD_CONTEXT = "anet-evidence-head-v1"
 KIND_PATTERN = re.compile(r"\A[a-z][a-z0-9_-]*(?:\.[a-z][a-z0-9_-]*)+\Z")
-"""Dotted lowercase, at least two segments: ``task.accepted``, ``anet.backend.forwarded``."""
+"""Dotted lowercase, at least two segments. The first names who records it: ``task`` for the
+core's task layer (``task.accepted``), else the module (``backends.forwarded``). Only the shape
+is checked, so records written under earlier names still verify."""
 MAX_KIND_LENGTH = 100
 MAX_RECORD_BYTES = 256 * 1024
 RECORD_FIELDS = frozenset({"seq", "ts", "kind", "data", "prev", "hash", "signer", "keySeq",

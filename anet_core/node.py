@@ -113,13 +113,13 @@ class Node:
         async with AsyncExitStack() as stack:
             await self._open_core_services(stack)
             for lifespan in self.plugins.collect("anet_lifespan", node=self):
-                log.debug("starting %s", lifespan.name)
+                log.debug("event=lifespan-starting name=%s", lifespan.name)
                 await stack.enter_async_context(lifespan.open())
             self.tasks.receive()  # tasks arrive only once the modules that claim them run
             await self.hub.refresh_card()  # with the skills the started modules offer
-            log.info("node %s ready", self.aid)
+            log.info("event=node-ready aid=%s", self.aid)
             await self.stopping.wait()
-            log.info("node %s stopping", self.aid)
+            log.info("event=node-stopping aid=%s", self.aid)
 
 
     async def _open_core_services(self, stack: AsyncExitStack) -> None:

@@ -150,10 +150,10 @@ def _load(plugins: Plugins, entry_point: EntryPoint) -> None:
     distribution, version = (dist.name, dist.version) if dist else ("?", "?")
     if name in plugins.disabled:
         plugins.pm.set_blocked(name)
-        log.debug("module %s is disabled by ANET_DISABLE_MODULES", name)
+        log.debug("event=module-disabled module=%s by=ANET_DISABLE_MODULES", name)
         return
     if plugins.pm.has_plugin(name) or name in plugins.failures:
-        log.warning("module %s from %s is already loaded; ignoring the second one", name,
+        log.warning("event=module-ignored module=%s distribution=%s reason=already-loaded", name,
                     distribution)
         return
     try:
@@ -161,13 +161,15 @@ def _load(plugins: Plugins, entry_point: EntryPoint) -> None:
         plugins.pm.register(module, name=name)
     except Exception as error:  # noqa: BLE001 - a broken module must not stop the node
         plugins.failures[name] = LoadFailure(name, distribution, f"{type(error).__name__}: {error}")
-        log.error("module %s (%s) failed to load: %s", name, distribution, error)
+        log.error("event=module-failed module=%s distribution=%s error=%r", name, distribution,
+                  str(error))
         return
     try:
         plugins.pm.check_pending()
     except pluggy.PluginValidationError as error:
         plugins.pm.unregister(name=name)
         plugins.failures[name] = LoadFailure(name, distribution, str(error))
-        log.error("module %s (%s) implements an unknown hook: %s", name, distribution, error)
+        log.error("event=module-unknown-hook module=%s distribution=%s error=%r", name,
+                  distribution, str(error))
         return
     plugins.modules[name] = ModuleInfo(name, distribution, version)

@@ -90,10 +90,19 @@ def test_kind_must_be_dotted_lowercase(path: Path, owner: Identity, kind: object
         EvidenceChain(path, owner).append(kind, {})  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("kind", ["task.accepted", "anet.backend.failed", "x402.payment-settled",
+@pytest.mark.parametrize("kind", ["task.accepted", "backends.failed", "x402.payment-settled",
                                   "payment.v2_settled"])
 def test_kinds_in_use_are_accepted(kind: str) -> None:
     assert check_kind(kind) == kind
+
+
+def test_a_chain_with_the_earlier_backend_kinds_still_verifies(path: Path, owner: Identity) -> None:
+    chain = EvidenceChain(path, owner)
+    for kind in ("task.accepted", "anet.backend.forwarded", "anet.backend.failed",
+                 "backends.forwarded"):
+        chain.append(kind, {"task": "t1"})
+    report = verify(path, owner.verified_history)
+    assert report.ok and report.records == 4
 
 
 def test_data_must_be_an_object_of_bounded_size(path: Path, owner: Identity) -> None:

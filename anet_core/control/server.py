@@ -83,7 +83,7 @@ async def control_plane(node: Node) -> AsyncIterator[None]:
         await web.SockSite(runner, sock).start()
         node.add_listener(Listener("control", f"127.0.0.1:{port}"))
         write_atomic(paths.control_addr, f"127.0.0.1:{port}\n".encode())
-        log.info("control plane listening on 127.0.0.1:%d", port)
+        log.info("event=control-listening address=127.0.0.1:%d", port)
         yield
     finally:
         paths.control_addr.unlink(missing_ok=True)

@@ -18,7 +18,7 @@ from anet_core.wire import TaskState, format_timestamp
 if TYPE_CHECKING:
     from anet_core.evidence import EvidenceChain
 
-log = logging.getLogger("anet.tasks")
+log = logging.getLogger(__name__)
 
 
 class TaskError(AnetError):
@@ -152,4 +152,4 @@ class Services:
             try:
                 await asyncio.to_thread(self.evidence.append, kind, data)
             except Exception:
-                log.exception("could not record %s in the evidence chain", kind)
+                log.exception("event=evidence-failed kind=%s", kind)

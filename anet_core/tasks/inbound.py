@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from anet_core.tasks.provider import Provider
     from anet_core.tasks.requester import Requester
 
-log = logging.getLogger("anet.tasks.inbound")
+log = logging.getLogger(__name__)
 
 SEEN_ID_LIFETIME_S = DEFAULT_MAX_AGE_S + MAX_FUTURE_SKEW_S
 """An envelope id is remembered as long as the envelope could still be opened."""
@@ -128,4 +128,5 @@ class EnvelopeReceiver:
 
     @staticmethod
     def _refuse(envelope_id: str, sender: str, reason: str, detail: str) -> None:
-        log.warning("refused envelope %s from %s: %s: %s", envelope_id, sender, reason, detail)
+        log.warning("event=envelope-refused id=%s from=%s reason=%s detail=%r", envelope_id, sender,
+                    reason, detail)

@@ -24,7 +24,7 @@ from anet_core.wire import TaskState
 if TYPE_CHECKING:
     from anet_core.node import Node
 
-log = logging.getLogger("anet.tasks")
+log = logging.getLogger(__name__)
 
 SEEN_PURGE_INTERVAL_S = 3600.0
 MAX_SILENCE_CHECK_S = 30.0
@@ -93,7 +93,7 @@ class TaskLayer:
                 (veto.hint for veto in refusals if veto.hint), "keep the current policy"))
         with self._store.transaction():
             self._store.set_inbound_policy(chosen)
-        log.info("inbound policy set to %s", chosen.value)
+        log.info("event=policy-set policy=%s", chosen.value)
         return chosen
 
     def trust(self, aid: str) -> bool:
@@ -138,7 +138,7 @@ class TaskLayer:
         if tasks:
             _, stuck = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
             for task in stuck:
-                log.error("%s did not stop within %.0f s", task.get_name(), STOP_TIMEOUT_S)
+                log.error("event=stop-timeout task=%s after=%.0fs", task.get_name(), STOP_TIMEOUT_S)
 
     def _start(self, work: Callable[[], Awaitable[None]]) -> None:
         task = asyncio.ensure_future(work())
@@ -153,14 +153,14 @@ class TaskLayer:
             try:
                 await self._services.run(self.requester.fail_silent_tasks(after, time.time()))
             except Exception:
-                log.exception("checking for silent tasks failed")
+                log.exception("event=silence-check-failed")
 
     async def _forget_old_envelope_ids(self) -> None:
         while True:
             with self._store.transaction():
                 forgotten = self._store.forget_expired_envelopes(time.time())
             if forgotten:
-                log.debug("forgot %d expired envelope ids", forgotten)
+                log.debug("event=envelope-ids-forgotten count=%d", forgotten)
             await asyncio.sleep(SEEN_PURGE_INTERVAL_S)
 
 

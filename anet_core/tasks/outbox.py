@@ -25,7 +25,7 @@ from anet_core.util.backoff import Backoff
 if TYPE_CHECKING:
     from anet_core.node import Node
 
-log = logging.getLogger("anet.tasks.outbox")
+log = logging.getLogger(__name__)
 
 PERMANENT_REFUSALS = UNKNOWN_AGENT_REASONS | {"envelope-too-large", "malformed-envelope",
                                               "wrong-sender", "too-large"}
@@ -63,7 +63,7 @@ class Outbox:
                 try:
                     await self.flush()
                 except Exception:
-                    log.exception("the outbox could not send; retrying")
+                    log.exception("event=outbox-failed then=retry")
             next_at = self._store.outbox_next_attempt()
             delay = IDLE_CHECK_S if next_at is None else min(IDLE_CHECK_S,
                                                              max(0.0, next_at - time.time()))
@@ -94,19 +94,19 @@ class Outbox:
             await hub.send(envelope)
         except HubError as error:
             if error.reason in PERMANENT_REFUSALS:
-                log.warning("the hub refused envelope %s of task %s for good: %s (%s)",
-                            entry.envelope["id"] if entry.envelope else "(unsealed)",
+                log.warning("event=envelope-refused-for-good id=%s task=%s reason=%s message=%r",
+                            entry.envelope["id"] if entry.envelope else "unsealed",
                             entry.task_id, error.reason, error.message)
                 refusal = error  # the except block unbinds ``error`` when it ends
                 await self._finish(entry, lambda: self._on_refused(entry, refusal))
                 return True
             delay = RETRY.delay(entry.attempts)
-            log.info("task %s: the hub did not take the message (%s); retrying in %.1f s",
-                     entry.task_id, error.reason, delay)
+            log.info("event=send-deferred task=%s reason=%s retryIn=%.1fs", entry.task_id,
+                     error.reason, delay)
             self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)
             return False
         except ValueError as error:  # seal: oversize body or unusable key, no retry helps
-            log.warning("task %s: cannot seal the message: %s", entry.task_id, error)
+            log.warning("event=seal-failed task=%s error=%r", entry.task_id, str(error))
             refusal = HubError("too-large", str(error))
             await self._finish(entry, lambda: self._on_refused(entry, refusal))
             return True

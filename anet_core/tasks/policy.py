@@ -48,7 +48,7 @@ def vetoes(hook: pluggy.HookRelay, node: Node, policy: InboundPolicy) -> list[Po
         return [veto for veto in hook.anet_policy_veto(node=node, policy=policy)
                 if veto is not None]
     except Exception as error:
-        log.exception("anet_policy_veto failed for policy %s", policy.value)
+        log.exception("event=policy-veto-failed policy=%s", policy.value)
         if policy is not InboundPolicy.OPEN:
             return []
         return [PolicyVeto(module="?", reason=f"a module's check failed: "

@@ -65,7 +65,7 @@ from anet_core.wire import ACTIVE_TASK_STATES, TaskState
 if TYPE_CHECKING:
     from anet_core.node import Node
 
-log = logging.getLogger("anet.tasks.provider")
+log = logging.getLogger(__name__)
 
 ALIVE_INTERVAL_S = 300.0
 """How often each requester is told which of its tasks are still open here (``task.alive``);
@@ -89,19 +89,19 @@ class Provider:
     def on_message(self, sender: str, body: TaskMessage) -> Effects:
         effects = Effects()
         if self._store.message_task(TaskRole.PROVIDER, sender, body.context_id, body.message_id):
-            log.info("dropped a repeated message %s from %s", body.message_id, sender)
+            log.info("event=message-repeated messageId=%s from=%s", body.message_id, sender)
             return effects
         stored = self._store.get_task(body.task_id)
         if stored is None:
             return self._new_task(sender, body)
         if stored.role is not TaskRole.PROVIDER or stored.peer_aid != sender \
                 or stored.context_id != body.context_id:
-            log.warning("refused a message from %s for task %s: the id belongs to another task",
-                        sender, body.task_id)
+            log.warning("event=message-refused reason=other-task from=%s task=%s", sender,
+                        body.task_id)
             return effects
         if not state_of(stored.task).is_interrupted:
-            log.warning("refused a message from %s for task %s: the task is %s, not waiting "
-                        "for input", sender, stored.id, stored.state)
+            log.warning("event=message-refused reason=not-waiting from=%s task=%s state=%s", sender,
+                        stored.id, stored.state)
             return effects
         return self._continue(stored, body)
 
@@ -109,7 +109,8 @@ class Provider:
         effects = Effects()
         stored = self._store.get_task(body.task_id, role=TaskRole.PROVIDER, peer_aid=sender)
         if stored is None or state_of(stored.task).is_terminal:
-            log.info("cancel from %s for task %s: nothing to cancel", sender, body.task_id)
+            log.info("event=cancel-ignored reason=nothing-to-cancel from=%s task=%s", sender,
+                     body.task_id)
             return effects
         self._emit(stored, TaskState.TASK_STATE_CANCELED, effects,
                    reason=Reason.CANCELED_BY_REQUESTER, final_artifacts=[])
@@ -137,7 +138,8 @@ class Provider:
         claim = None if policy is InboundPolicy.CLOSED else self._claim(inbound)
         refusal = self._refusal(policy, trusted, claimed=claim is not None)
         if refusal is not None:
-            log.info("rejected task %s from %s: %s", body.task_id, sender, refusal.value)
+            log.info("event=task-rejected task=%s from=%s reason=%s", body.task_id, sender,
+                     refusal.value)
             note = text_message(REJECTION_NOTES[refusal], role="ROLE_AGENT",
                                 context_id=body.context_id, task_id=body.task_id)
             self._emit(stored, TaskState.TASK_STATE_REJECTED, effects, message=note,
@@ -146,9 +148,8 @@ class Provider:
                            reason=refusal.value)
             return effects
         if not trusted:
-            log.info("accepted task %s of untrusted peer %s: module %s serves it (policy %s)",
-                     body.task_id, sender, claim.module if claim else "(none, inbox)",
-                     policy.value)
+            log.info("event=untrusted-task-accepted task=%s from=%s module=%s policy=%s",
+                     body.task_id, sender, claim.module if claim else "none-inbox", policy.value)
         effects.record("task.accepted", taskId=body.task_id, peer=sender, trusted=trusted,
                        skill=body.skill, module=claim.module if claim else None)
         if claim is None:
@@ -194,11 +195,11 @@ class Provider:
                               message=body.message, metadata=body.metadata, continued=True)
         claim = self._claim(inbound)
         if claim is None:
-            log.info("task %s: %s no longer serves it and no module takes the answer; it waits "
-                     "in the inbox", stored.id, stored.served_by)
+            log.info("event=answer-to-inbox task=%s servedBy=%s reason=no-module", stored.id,
+                     stored.served_by)
             self._to_inbox(stored, effects)
             return
-        log.info("task %s: module %s takes the answer after a restart", stored.id, claim.module)
+        log.info("event=task-resumed task=%s module=%s", stored.id, claim.module)
         effects.record("task.resumed", taskId=stored.id, peer=stored.peer_aid,
                        module=claim.module, messageId=body.message_id)
         self._start_serving(stored, claim, inbound, effects)
@@ -217,8 +218,7 @@ class Provider:
         try:
             return self._node.plugins.hook.anet_take_task(node=self._node, task=inbound)
         except Exception:
-            log.exception("anet_take_task failed for task %s; it goes to the inbox",
-                          inbound.task_id)
+            log.exception("event=take-task-failed task=%s then=inbox", inbound.task_id)
             return None
 
     def _to_inbox(self, stored: StoredTask, effects: Effects) -> None:
@@ -234,7 +234,7 @@ class Provider:
         except asyncio.CancelledError:
             raise  # the node stops; the task moves to the inbox when it starts again
         except Exception as error:
-            log.exception("module %s failed on task %s", claim.module, inbound.task_id)
+            log.exception("event=module-failed module=%s task=%s", claim.module, inbound.task_id)
             await responder.fail(f"the agent's module failed: {type(error).__name__}")
         else:
             # A module that returns while its question is open leaves the answer to the
@@ -321,7 +321,7 @@ class Provider:
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or state_of(stored.task).is_terminal:
                 return
-            log.info("task %s: module %s left it to the operator: %s", task_id,
+            log.info("event=task-to-inbox task=%s module=%s reason=%r", task_id,
                      stored.served_by, reason)
             self._to_inbox(stored, effects)
         responder = self._responders.pop(task_id, None)
@@ -338,8 +338,8 @@ class Provider:
             if state_of(stored.task).is_interrupted:
                 continue
             if stored.served_by is not None and not self._store.in_inbox(stored.id):
-                log.info("task %s was served by %s when the node stopped; it waits in the inbox",
-                         stored.id, stored.served_by)
+                log.info("event=orphan-to-inbox task=%s servedBy=%s", stored.id,
+                         stored.served_by)
                 with self._store.transaction():
                     stored.served_by = None
                     self._store.to_inbox(stored.id)
@@ -358,7 +358,7 @@ class Provider:
             try:
                 await self.send_alive()
             except Exception:
-                log.exception("sending keep-alives failed")
+                log.exception("event=keep-alive-failed")
 
     async def send_alive(self) -> int:
         """One ``task.alive`` per requester (per :data:`MAX_ALIVE_TASKS` tasks) naming its tasks
@@ -383,10 +383,10 @@ class Provider:
                     await hub.send(seal(self._node.identity, peer_aid, peer.encryption_key, body))
                     sent += 1
             except (HubError, ValueError) as error:
-                log.info("no keep-alive to %s this time: %s", peer_aid,
+                log.info("event=keep-alive-skipped to=%s error=%r", peer_aid,
                          getattr(error, "message", error))
         if sent:
-            log.debug("sent %d keep-alive envelope(s) to %d requester(s)", sent, len(open_tasks))
+            log.debug("event=keep-alive-sent envelopes=%d requesters=%d", sent, len(open_tasks))
         return sent
 
     def _inbox_task(self, task_id: str) -> StoredTask:

@@ -56,7 +56,7 @@ from anet_core.wire import (
 if TYPE_CHECKING:
     from anet_core.node import Node
 
-log = logging.getLogger("anet.tasks.requester")
+log = logging.getLogger(__name__)
 
 class Requester:
     def __init__(self, node: Node, store: Store, events: TaskEvents,
@@ -201,17 +201,17 @@ class Requester:
         effects = Effects()
         stored = self._store.get_task(update.task_id, role=TaskRole.REQUESTER, peer_aid=sender)
         if stored is None:
-            log.warning("refused an update from %s for task %s: no such task was sent to it",
-                        sender, update.task_id)
+            log.warning("event=update-refused reason=no-such-task from=%s task=%s", sender,
+                        update.task_id)
             return effects
         if update.state_seq <= stored.state_seq:
-            log.debug("task %s: dropped duplicate update %d", stored.id, update.state_seq)
+            log.debug("event=update-repeated task=%s stateSeq=%d", stored.id, update.state_seq)
             return effects
         if state_of(stored.task).is_terminal:
             self._late_update(stored, history, update)
             return effects
         if update.state_seq > stored.state_seq + 1 and not update.state.is_terminal:
-            log.info("task %s: update %d came before %d; holding it", stored.id,
+            log.info("event=update-held task=%s stateSeq=%d expected=%d", stored.id,
                      update.state_seq, stored.state_seq + 1)
             self._store.hold_update(stored.id, update.state_seq, wire_body(update))
             return effects
@@ -246,7 +246,7 @@ class Requester:
             stored.receipt = update.receipt if not problem else None
             set_meta(task, receipt_verified=not problem)
             if problem:
-                log.warning("task %s: the receipt from %s does not verify: %s", stored.id,
+                log.warning("event=receipt-unverified task=%s from=%s problem=%r", stored.id,
                             stored.peer_aid, problem)
             effects.record("task.finished" if update.state is TaskState.TASK_STATE_COMPLETED
                            else "task.failed", taskId=stored.id, peer=stored.peer_aid,
@@ -300,7 +300,7 @@ class Requester:
         heard = self._store.heard_from(TaskRole.REQUESTER, sender,
                                        [task.task_id for task in alive.tasks], ACTIVE_TASK_STATES,
                                        min(sent_at, time.time()))
-        log.debug("%s: %d of %d task(s) alive", sender, heard, len(alive.tasks))
+        log.debug("event=alive from=%s heard=%d of=%d", sender, heard, len(alive.tasks))
         return Effects()
 
     # --- what this node decides ------------------------------------------------------------
@@ -321,7 +321,7 @@ class Requester:
                 self._finish_here(stored, TaskState.TASK_STATE_FAILED, Reason.NO_RESPONSE,
                                   EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE,
                                   note, effects)
-            log.warning("task %s failed: %s", stored.id, note)
+            log.warning("event=task-silent task=%s note=%r", stored.id, note)
         return effects
 
     def on_refused(self, entry: OutboxEntry, error: HubError) -> Effects:

@@ -26,7 +26,7 @@ async def test_a_backend_that_hangs_fails_the_task(sock_dir: Path) -> None:
         recorder = await harness.serve(inbound("hello"))
     assert recorder.kinds()[-1] == "fail" and "sent nothing" in recorder.events[-1][1]
     assert len(backend.posts) == 1
-    assert harness.evidence_kinds() == ["anet.backend.failed"]
+    assert harness.evidence_kinds() == ["backends.failed"]
 
 
 async def test_a_backend_that_closes_mid_response_is_not_asked_again(sock_dir: Path) -> None:
@@ -95,4 +95,4 @@ async def test_a_backend_that_disappears_and_comes_back_gets_the_message_once(
         recorder = await serving
     assert recorder.texts("artifact") == ["back again"] and recorder.kinds()[-1] == "complete"
     assert len(backend.posts) == 1
-    assert harness.evidence_kinds() == ["anet.backend.forwarded"]
+    assert harness.evidence_kinds() == ["backends.forwarded"]

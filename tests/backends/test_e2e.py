@@ -204,7 +204,7 @@ async def test_a_plain_reply_and_its_artifacts(net: Network) -> None:
     assert seen["contextId"] == task["contextId"]  # the requester's context is the backend's
     assert net.streaming.metadata[-1] == {"anet.peer_aid": net.a.aid, "anet.trusted": True}
     assert set(net.streaming.authorizations) == {f"Bearer {TOKEN}"}
-    forwarded = [data for data in net.b.evidence("anet.backend.forwarded")
+    forwarded = [data for data in net.b.evidence("backends.forwarded")
                  if data["taskId"] == task["id"]]
     assert forwarded and forwarded[0]["backend"] == "*" and forwarded[0]["peer"] == net.a.aid
     assert forwarded[0]["backendTaskId"] == seen["taskId"]
@@ -284,7 +284,7 @@ async def test_a_follow_up_after_b_restarts_starts_a_new_backend_task_in_the_con
     assert any(data["taskId"] == task["id"] and data["module"] == "backends"
                for data in net.b.evidence("task.resumed"))
     assert any(data["taskId"] == task["id"] and data["backendTaskId"] == again["taskId"]
-               for data in net.b.evidence("anet.backend.forwarded"))
+               for data in net.b.evidence("backends.forwarded"))
 
 
 async def test_under_the_open_policy_a_strangers_task_waits_in_the_inbox(net: Network) -> None:

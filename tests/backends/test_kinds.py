@@ -66,7 +66,7 @@ async def test_a_kind_from_a_distribution_serves_a_task(kind_command: None,
     recorder = Recorder()
     await claim.serve(inbound("through cat"), recorder)
     assert recorder.texts("artifact") == ["through cat"]
-    assert recorder.kinds()[-1] == "complete" and evidence == ["anet.backend.forwarded"]
+    assert recorder.kinds()[-1] == "complete" and evidence == ["backends.forwarded"]
 
 
 COMMAND_BACKEND = {"modules": {"backends": {"backends": [

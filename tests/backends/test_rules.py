@@ -96,7 +96,7 @@ async def test_retries_stop_at_give_up_after(sock_dir: Path) -> None:
     recorder = await harness.serve(inbound("hello"))
     elapsed = time.monotonic() - started
     assert recorder.kinds() == ["fail"]
-    assert harness.evidence_kinds() == ["anet.backend.failed"]
+    assert harness.evidence_kinds() == ["backends.failed"]
     # waits of 50, 100, 200 ms; the next (400 ms) would start after 500 ms
     assert harness.evidence[0][1]["attempts"] == 4
     assert 0.3 < elapsed < 2

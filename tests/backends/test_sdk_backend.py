@@ -33,7 +33,7 @@ async def test_a_plain_reply_with_its_artifact(sock_dir: Path, token_file: Path,
     assert seen.metadata[0] == {"anet.peer_aid": task.peer_aid, "anet.trusted": True}
     # the token went with the card request and with every call
     assert seen.authorizations and set(seen.authorizations) == {f"Bearer {TOKEN}"}
-    assert harness.evidence_kinds() == ["anet.backend.forwarded"]
+    assert harness.evidence_kinds() == ["backends.forwarded"]
     assert harness.evidence[0][1]["messageId"] == task.message["messageId"]
 
 

@@ -115,7 +115,7 @@ async def test_the_rate_limit_is_named_in_the_refusal(hub_factory, nodes, raw):
 
 
 async def test_bad_frames_and_envelopes_are_refused_and_logged(hub, nodes, raw, caplog):
-    caplog.set_level(logging.INFO, logger="anet.hub")
+    caplog.set_level(logging.INFO, logger="anet_hub")
     await nodes.connect("bob", hub)
     ws = await raw.register(hub, nodes.identity("alice"))
     good = envelope_for(nodes, "alice", "bob", {"text": "hi"})

@@ -249,7 +249,7 @@ async def test_restart_loses_nothing(tmp_path: Path, hub: FakeHub) -> None:
 
 async def test_tampered_replayed_misaddressed_envelopes(tmp_path: Path, hub: FakeHub,
                                                         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="anet.tasks.inbound")
+    caplog.set_level(logging.WARNING, logger="anet_core.tasks.inbound")
     async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b, \
             running_node(tmp_path / "c", hub) as c:
         b.tasks.set_policy("open")

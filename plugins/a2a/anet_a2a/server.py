@@ -79,7 +79,7 @@ def _bind(node: Node, state: StateDir) -> socket.socket | None:
             token.replace()
         text = conflict_text(port, holder.describe(), replaced)
         state.record_conflict(text)
-        log.error("local A2A interface down: %s", text.splitlines()[0])
+        log.error("event=a2a-down reason=port-conflict detail=%r", text.splitlines()[0])
         node.add_listener(Listener(MODULE, f"{HOST}:{port}", state="down",
                                    detail=f"port conflict: {text.splitlines()[0]}; free the "
                                           "port, then `anet stop && anet up` and "
@@ -95,7 +95,7 @@ async def local_a2a(node: Node) -> AsyncIterator[None]:
     """Serve the local A2A endpoint for as long as the node runs."""
     state = StateDir.of(node.paths)
     if replace_token_after_emergency(state, node.identity):
-        log.warning("a2a token replaced: the key history has a new emergency rotation")
+        log.warning("event=a2a-token-replaced reason=emergency-rotation")
     sock = _bind(node, state)
     if sock is None:
         yield
@@ -109,7 +109,7 @@ async def local_a2a(node: Node) -> AsyncIterator[None]:
     try:
         await web.SockSite(runner, sock).start()
         node.add_listener(Listener(MODULE, f"{HOST}:{port}"))
-        log.info("local A2A interface listening on %s:%d", HOST, port)
+        log.info("event=a2a-listening address=%s:%d", HOST, port)
         yield
     finally:
         await runner.cleanup()

@@ -38,12 +38,12 @@ async def stream(request: web.Request, events: EventStream,
             await response.write(f"data: {dumps(frame(event))}\n\n".encode())
     except (ConnectionResetError, asyncio.CancelledError):
         # The client went away: EventStream.events detached the subscription on its way out.
-        log.debug("stream client of %s disconnected", request.path)
+        log.debug("event=stream-client-gone path=%s", request.path)
         raise
     except A2AError as error:
         await _write_error(response, error_frame(error))
     except Exception as error:  # the stream has started: an error event, not a 500
-        log.exception("stream of %s failed", request.path)
+        log.exception("event=stream-failed path=%s", request.path)
         await _write_error(response, error_frame(A2AError(A2AErrorKind.INTERNAL_ERROR,
                                                           f"Internal error: {error}")))
     with suppress(ConnectionResetError):

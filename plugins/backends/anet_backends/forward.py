@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 
 WORKING_NOTICE_AFTER_S = 60.0
 """A first turn the backend has held this long without an answer is announced as working."""
-FORWARDED = "anet.backend.forwarded"
-FAILED = "anet.backend.failed"
+FORWARDED = "backends.forwarded"
+FAILED = "backends.failed"
 
 ASKS_FOR_INPUT = "The agent needs more input."
 """Shown to the requester when the backend asks for input without a message."""
@@ -99,8 +99,8 @@ class Forwarder:
         try:
             return await self.kind.skills(self.target)
         except BackendError as error:
-            log.info("backend %s: its skills are left off the card for now: %s",
-                     self.target.match, error.reason)
+            log.info("event=backend-skills-skipped backend=%s reason=%r", self.target.match,
+                     error.reason)
             return []
 
     async def serve(self, task: InboundTask, responder: Responder) -> None:
@@ -156,8 +156,8 @@ class Forwarder:
                 break
             except BackendError as error:
                 if error.stage is BackendStage.REFUSED:
-                    log.warning("backend %s refused for task %s: %s", self.target.match,
-                                task.task_id, error.reason)
+                    log.warning("event=backend-refused backend=%s task=%s reason=%r",
+                                self.target.match, task.task_id, error.reason)
                     await responder.to_inbox(f"backend {self.target.match} refused: "
                                              f"{error.reason}")
                     raise Ended from None
@@ -165,15 +165,16 @@ class Forwarder:
                 wait = self.retry.delay(attempts, loop.time() - started) if retryable else None
                 if wait is None:
                     await self._failed(task, responder, mapped, message, error.reason, attempts)
-                log.info("backend %s: attempt %d for task %s failed (%s); again in %g s",
-                         self.target.match, attempts, task.task_id, error.reason, wait)
+                log.info("event=backend-retry backend=%s task=%s attempt=%d reason=%r retryIn=%gs",
+                         self.target.match, task.task_id, attempts, error.reason, wait)
                 await asyncio.sleep(wait)
             except TimeoutError:
                 await self._failed(task, responder, mapped, message,
                                    f"the backend sent nothing for {self.idle_timeout_s:g} s",
                                    attempts)
             except Exception as error:
-                log.exception("backend %s crashed on task %s", self.target.match, task.task_id)
+                log.exception("event=backend-crashed backend=%s task=%s", self.target.match,
+                              task.task_id)
                 await self._failed(task, responder, mapped, message,
                                    f"{type(error).__name__}: {error}", attempts)
         return await self._end_of_turn(task, responder, mapped, message, turn)
@@ -277,8 +278,8 @@ class Forwarder:
 
     async def _failed(self, task: InboundTask, responder: Responder, mapped: BackendTask,
                       message: WireObject, reason: str, attempts: int) -> NoReturn:
-        log.warning("backend %s failed task %s after %d attempt(s): %s", self.target.match,
-                    task.task_id, attempts, reason)
+        log.warning("event=backend-failed backend=%s task=%s attempts=%d reason=%r",
+                    self.target.match, task.task_id, attempts, reason)
         await self.record(FAILED, {
             "backend": self.target.match, "kind": self.kind.name, "taskId": task.task_id,
             "peer": task.peer_aid, "messageId": message.get("messageId"),
@@ -294,5 +295,5 @@ class Forwarder:
                 async with self.kind.open(self.target) as channel:
                     await asyncio.wait_for(channel.cancel(mapped.task_id), self.idle_timeout_s)
             except (BackendError, TimeoutError) as error:
-                log.warning("backend %s: canceling backend task %s of task %s failed: %s",
-                            self.target.match, mapped.task_id, task.task_id, error)
+                log.warning("event=backend-cancel-failed backend=%s backendTask=%s task=%s "
+                            "error=%r", self.target.match, mapped.task_id, task.task_id, error)

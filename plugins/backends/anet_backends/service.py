@@ -99,9 +99,10 @@ class Backends:
             if not (backend.accept_untrusted and backend.toolless):
                 return None
             if policy is InboundPolicy.OPEN:
-                log.warning("task %s of untrusted peer %s stays in the inbox: backend %s accepts "
-                            "untrusted peers, which the inbound policy open does not allow",
-                            task.task_id, task.peer_aid, backend.match)
+                # accept_untrusted with the inbound policy open would serve anyone at all.
+                log.warning("event=task-to-inbox task=%s from=%s backend=%s "
+                            "reason=untrusted-under-open-policy", task.task_id, task.peer_aid,
+                            backend.match)
                 return None
         return TaskClaim(module=MODULE, serve=forwarder.serve)
 

@@ -39,7 +39,7 @@ from anet_hub.session import Session
 from anet_hub.sqlite import SqliteHubStorage
 from anet_hub.storage import HubStorage, StorageError
 
-log = logging.getLogger("anet.hub")
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ENVELOPE_BYTES = 16 * 1024 * 1024
 DEFAULT_RATE_PER_SECOND = 50.0

@@ -50,7 +50,7 @@ from anet_hub.storage import (
     SearchFilter,
 )
 
-log = logging.getLogger("anet.hub.directory")
+log = logging.getLogger(__name__)
 
 MAX_QUERY_WORDS = 8
 _DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}

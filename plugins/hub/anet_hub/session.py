@@ -48,7 +48,7 @@ from anet_hub.storage import AgentState, StorageError
 if TYPE_CHECKING:
     from anet_hub.app import HubState
 
-log = logging.getLogger("anet.hub.session")
+log = logging.getLogger(__name__)
 
 APPROVAL_POLL_S = 1.0
 """How often a pending session looks whether ``anet hub approve`` (another process) approved it."""
