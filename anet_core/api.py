@@ -62,8 +62,7 @@ from anet_core.records import (
 from anet_core.settings import DataPaths
 from anet_core.tasks import InboundPolicy, Reason, TaskError, TaskLayer, TaskSubscription
 from anet_core.util.backoff import Backoff, TokenBucket
-from anet_core.util.canonical import b64u, canonical_json, unb64u
-from anet_core.util.cursor import decode_cursor, encode_cursor
+from anet_core.util.canonical import b64u, canonical_json, decode_cursor, encode_cursor, unb64u
 from anet_core.util.durations import GoDuration, parse_duration
 from anet_core.util.fsutil import write_atomic, write_private
 from anet_core.util.procnet import (

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from anet_core.errors import AnetError
-from anet_core.util.cursor import decode_cursor, encode_cursor
+from anet_core.util.canonical import decode_cursor, encode_cursor
 
 
 class TaskRole(StrEnum):

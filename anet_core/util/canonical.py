@@ -1,4 +1,4 @@
-"""Canonical JSON: the one byte form that anet signs and hashes."""
+"""Canonical JSON: the one byte form that anet signs and hashes; base64url; paging cursors."""
 
 from __future__ import annotations
 
@@ -28,3 +28,24 @@ def unb64u(text: str) -> bytes:
     if not isinstance(text, str):
         raise ValueError(f"expected base64url text, got {type(text).__name__}")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def encode_cursor(position: dict[str, Any]) -> str:
+    """An opaque paging cursor for ``position`` in a listing: base64url of canonical JSON.
+
+    The node's task list (``pageToken``) and the hub's directory search (``cursor``) hand one
+    out with a page and take it back for the next; only the maker reads it.
+    """
+    return b64u(canonical_json(position))
+
+
+def decode_cursor(cursor: str) -> dict[str, Any]:
+    """The position ``cursor`` stands for; ``ValueError`` when it is not a cursor at all (the
+    caller refuses it with its own error)."""
+    try:
+        position = json.loads(unb64u(cursor))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"not a cursor: {error}") from None
+    if not isinstance(position, dict):
+        raise ValueError("not a cursor: it holds no position")
+    return position

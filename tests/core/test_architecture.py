@@ -23,7 +23,8 @@ PLUGIN_SURFACE = ("anet_core.api", "anet_core.wire", "anet_core.protocol")
 NODE_SIDE = ("anet_core.link", "anet_core.tasks", "anet_core.store", "anet_core.node")
 """The node's link to the hub, its task layer, store and composition: never the hub's business."""
 PROTOCOL_MAY_IMPORT = ("anet_core.protocol", "anet_core.identity", "anet_core.util",
-                       "anet_core.wire")
+                       "anet_core.wire", "anet_core.errors")
+"""``anet_core.errors`` imports nothing; its ``ReasonError`` is the base of the protocol errors."""
 
 
 @dataclass(frozen=True)

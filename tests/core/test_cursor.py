@@ -1,11 +1,10 @@
-"""The one paging cursor codec (anet_core.util.cursor), used by the task list and the hub."""
+"""The one paging cursor codec (anet_core.util.canonical), used by the task list and the hub."""
 
 from __future__ import annotations
 
 import pytest
 
-from anet_core.util.canonical import b64u
-from anet_core.util.cursor import decode_cursor, encode_cursor
+from anet_core.util.canonical import b64u, decode_cursor, encode_cursor
 
 
 def test_a_cursor_round_trips_and_is_url_safe():
