@@ -6,7 +6,6 @@ the hub holds for it; what is stored is exactly what was signed, so a node can v
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,8 +48,6 @@ from anet_hub.storage import (
     ReviewRecord,
     SearchFilter,
 )
-
-log = logging.getLogger(__name__)
 
 MAX_QUERY_WORDS = 8
 _DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
