@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from anet_core.config import load_config
+from anet_core.datadir import initialise
 from anet_core.errors import AnetError
 from anet_core.node import Node
-from anet_core.plugins import make_plugins
+from anet_core.plugins import Plugins, make_plugins
 from anet_core.settings import DataPaths, Settings
 
 log = logging.getLogger(__name__)
@@ -70,29 +70,29 @@ def configure_logging(settings: Settings, *, to_file: Path | None) -> None:
 
 def run_daemon(settings: Settings) -> int:
     """Run the node in this process until SIGTERM or SIGINT. Returns the exit status."""
-    from anet_core.builtins.lifecycle import initialise
-
     paths = settings.paths
     initialise(paths)
     pid_handle = _hold_pid_file(paths)
     try:
         plugins = make_plugins(disabled=settings.disabled, trace=settings.trace_hooks)
-        config = load_config(paths.config, plugins)
-        from anet_core.identity import Identity
-
-        node = Node(settings=settings, config=config, plugins=plugins,
-                    identity=Identity.load(paths.identity))
-        asyncio.run(_serve(node))
+        asyncio.run(_serve(settings, plugins))
         return 0
     finally:
         pid_handle.close()
 
 
-async def _serve(node: Node) -> None:
+async def _serve(settings: Settings, plugins: Plugins) -> None:
     loop = asyncio.get_running_loop()
+    # A signal while the node opens stops it as soon as it is open, after a clean start.
+    requested = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, node.stopping.set)
-    await node.run()
+        loop.add_signal_handler(signum, requested.set)
+    async with Node.open(settings, plugins=plugins) as node:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, node.stopping.set)
+        if requested.is_set():
+            node.stopping.set()
+        await node.run()
 
 
 def main() -> int:

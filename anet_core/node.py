@@ -6,22 +6,23 @@ import asyncio
 import logging
 import os
 import time
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from aiohttp import web
 
-from anet_core.config import Config
+from anet_core.config import Config, load_config
+from anet_core.evidence import EvidenceChain
+from anet_core.identity import Identity
+from anet_core.link import HubLink
+from anet_core.link.client import HubClient, node_hub_client, open_hub_link
 from anet_core.plugins import Plugins
+from anet_core.records import InboundTask, PolicyVeto, SkillSource, TaskClaim
 from anet_core.settings import DataPaths, Settings
-
-if TYPE_CHECKING:
-    from anet_core.evidence import EvidenceChain
-    from anet_core.identity import Identity
-    from anet_core.link import HubLink
-    from anet_core.store import Store
-    from anet_core.tasks import TaskLayer
+from anet_core.store import Store, open_store
+from anet_core.tasks import InboundPolicy, TaskLayer
 
 log = logging.getLogger(__name__)
 
@@ -56,21 +57,56 @@ class NodeKey(Generic[T]):
 
 @dataclass
 class Node:
-    """One node: settings, configuration, identity, plugins and the listeners they open."""
+    """One node: settings, configuration, plugins, identity, the core services (store, evidence
+    chain, hub link, task layer) and the listeners its modules open. :meth:`open` builds it."""
 
     settings: Settings
     config: Config
     plugins: Plugins
     identity: Identity
+    store: Store
+    evidence: EvidenceChain
+    hub: HubLink
+    tasks: TaskLayer
     listeners: dict[str, Listener] = field(default_factory=dict)
-    # Core services, opened by run() in dependency order (see _open_core_services).
-    store: Store = field(init=False)
-    evidence: EvidenceChain = field(init=False)
-    hub: HubLink = field(init=False)
-    tasks: TaskLayer = field(init=False)
     module_state: dict[NodeKey[Any], Any] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, settings: Settings, *, plugins: Plugins,
+                   hub: HubLink | None = None) -> AsyncIterator[Node]:
+        """The node of ``settings``' data directory (initialised: see ``anet_core.datadir``)
+        with its core services running, closed when the block ends: the one place a node is
+        built (the daemon, the tests and the benchmarks all come here).
+
+        The services open in dependency order (store, evidence chain, hub link, task layer) and
+        close in reverse. The hub link is the real one that config.json's ``hub`` describes,
+        unless ``hub`` is given (a fake in tests; its owner runs and closes it). The task layer
+        takes envelopes only from :meth:`TaskLayer.receive` on: :meth:`run` calls it once the
+        modules started."""
+        paths = settings.paths
+        config = load_config(paths.config, plugins)
+        identity = Identity.load(paths.identity)
+        hooks = NodeHooks(plugins)
+        async with AsyncExitStack() as stack:
+            store = await stack.enter_async_context(open_store(paths.database))
+            evidence = EvidenceChain(paths.evidence_chain, identity)
+            client: HubClient | None = None
+            if hub is None:
+                hub = client = node_hub_client(identity, config, paths, hooks.card_skills)
+            tasks = TaskLayer(store=store, hub=hub, identity=identity, hooks=hooks,
+                              evidence=evidence,
+                              no_response_after=config.node.no_response_after.total_seconds())
+            node = cls(settings=settings, config=config, plugins=plugins, identity=identity,
+                       store=store, evidence=evidence, hub=hub, tasks=tasks)
+            hooks.bind(node)  # before anything starts: starting calls the hooks
+            if client is not None:
+                await stack.enter_async_context(open_hub_link(client))
+            tasks.start(receive=False)
+            stack.push_async_callback(tasks.stop)
+            yield node
 
     @property
     def paths(self) -> DataPaths:
@@ -109,9 +145,9 @@ class Node:
         }
 
     async def run(self) -> None:
-        """Start every lifespan, serve until ``stopping`` is set, then close in reverse order."""
+        """Start every module's lifespan, take tasks, serve until ``stopping`` is set, then
+        close the lifespans in reverse order (the core services close with :meth:`open`)."""
         async with AsyncExitStack() as stack:
-            await self._open_core_services(stack)
             for lifespan in self.plugins.collect("anet_lifespan", node=self):
                 log.debug("event=lifespan-starting name=%s", lifespan.name)
                 await stack.enter_async_context(lifespan.open())
@@ -122,16 +158,34 @@ class Node:
             log.info("event=node-stopping aid=%s", self.aid)
 
 
-    async def _open_core_services(self, stack: AsyncExitStack) -> None:
-        """Store, evidence chain, hub link and task layer, in this order; closed in reverse."""
-        from anet_core.evidence import EvidenceChain
-        from anet_core.store import open_store
-        self.store = await stack.enter_async_context(open_store(self.paths.database))
-        self.evidence = EvidenceChain(self.paths.evidence_chain, self.identity)
-        from anet_core.link.client import open_hub_link
-        self.hub = await stack.enter_async_context(open_hub_link(self))
-        from anet_core.tasks import open_task_layer
-        self.tasks = await stack.enter_async_context(open_task_layer(self, receive=False))
+class NodeHooks:
+    """The modules' hooks as the core services call them (``TaskHooks`` of the task layer, the
+    hub link's skill sources), each given the node as ``node``. The node is made of those
+    services, so :meth:`Node.open` binds it once it exists, before any service starts."""
+
+    def __init__(self, plugins: Plugins) -> None:
+        self._plugins = plugins
+        self._node: Node | None = None
+
+    def bind(self, node: Node) -> None:
+        self._node = node
+
+    @property
+    def node(self) -> Node:
+        if self._node is None:
+            raise RuntimeError("a hook was called before Node.open built the node")
+        return self._node
+
+    def take_task(self, task: InboundTask) -> TaskClaim | None:
+        claim: TaskClaim | None = self._plugins.hook.anet_take_task(node=self.node, task=task)
+        return claim
+
+    def policy_vetoes(self, policy: InboundPolicy) -> list[PolicyVeto]:
+        return [veto for veto in self._plugins.hook.anet_policy_veto(
+            node=self.node, policy=policy) if veto is not None]
+
+    def card_skills(self) -> list[SkillSource]:
+        return self._plugins.collect("anet_card_skills", node=self.node)
 
 
 NODE_KEY = web.AppKey("node", Node)

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from anet_core import hookimpl
-from anet_core.config import validate_config
-from anet_core.identity import Identity
+from anet_core.config import read_raw, write_config
+from anet_core.datadir import initialise
 from anet_core.link import JoinState
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
@@ -53,14 +53,16 @@ def free_port() -> int:
 
 
 async def open_node(stack: AsyncExitStack, root: Path, hub_url: str, *, echo: bool) -> Node:
-    identity, _ = Identity.load_or_create(root / "identity")
+    """A node as the daemon opens it (``Node.open``), without its modules' listeners."""
+    settings = Settings(data_dir=root)
+    initialise(settings.paths)
+    raw = read_raw(settings.paths.config)
+    raw["hub"] = {"url": hub_url}
+    write_config(settings.paths.config, raw)
     plugins = make_plugins(load_entry_points=False)
     if echo:
         plugins.pm.register(EchoModule(), name="bench-echo")
-    config = validate_config(root / "config.json", {"hub": {"url": hub_url}}, [])
-    node = Node(settings=Settings(data_dir=root), config=config, plugins=plugins,
-                identity=identity)
-    await node._open_core_services(stack)  # the daemon's own composition, without listeners
+    node = await stack.enter_async_context(Node.open(settings, plugins=plugins))
     node.tasks.receive()  # the daemon does this once its modules run
     for _ in range(400):
         if node.hub.status.state is JoinState.REGISTERED:

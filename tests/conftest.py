@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from anet_core.builtins.lifecycle import initialise
-from anet_core.config import load_config
-from anet_core.identity import Identity
+from anet_core.datadir import initialise
 from anet_core.node import Node
 from anet_core.plugins import Plugins, make_plugins
 from anet_core.settings import Settings
@@ -69,17 +67,16 @@ async def running_node(data_dir: Path, plugins: Plugins | None = None) -> AsyncI
     settings = Settings(data_dir=data_dir)
     initialise(settings.paths)
     plugins = plugins or make_plugins(load_entry_points=False)
-    node = Node(settings=settings, config=load_config(settings.paths.config, plugins),
-                plugins=plugins, identity=Identity.load(settings.paths.identity))
-    task = asyncio.create_task(node.run())
-    try:
-        async with asyncio.timeout(30):
-            while "control" not in node.listeners:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        yield node
-    finally:
-        node.stopping.set()
-        async with asyncio.timeout(30):
-            await task
+    async with Node.open(settings, plugins=plugins) as node:
+        task = asyncio.create_task(node.run())
+        try:
+            async with asyncio.timeout(30):
+                while "control" not in node.listeners:
+                    if task.done():
+                        task.result()
+                    await asyncio.sleep(0.01)
+            yield node
+        finally:
+            node.stopping.set()
+            async with asyncio.timeout(30):
+                await task

@@ -43,7 +43,7 @@ async def agents(request: web.Request) -> web.Response:
 async def review(request: web.Request) -> web.Response:
     body = await read_body(request, ReviewRequest)
     layer = request.config_dict[NODE_KEY].tasks
-    return web.json_response(await layer.requester.review(body.task_id, body.rating, body.text))
+    return web.json_response(await layer.review(body.task_id, body.rating, body.text))
 
 
 @hookimpl

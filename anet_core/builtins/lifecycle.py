@@ -8,14 +8,12 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
-from anet_core.config import initial_config, write_config
-from anet_core.control.guard import TokenFile
 from anet_core.daemon import configure_logging, run_daemon, running_pid
+from anet_core.datadir import initialise
 from anet_core.errors import AnetError
 from anet_core.records import CliCommand
 from anet_core.settings import DataPaths
@@ -23,29 +21,6 @@ from anet_core.settings import DataPaths
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 LOG_TAIL_LINES = 20
-
-
-@dataclass(frozen=True)
-class InitStep:
-    what: str
-    created: bool
-
-
-def initialise(paths: DataPaths) -> list[InitStep]:
-    """Create what is missing of a node; never replace a key, a token or a configuration."""
-    from anet_core.identity import Identity
-
-    steps = [InitStep(f"data directory {paths.root}", not paths.root.exists())]
-    paths.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _, created = Identity.load_or_create(paths.identity)
-    steps.append(InitStep(f"identity keys in {paths.identity}", created))
-    token = TokenFile(paths.control_token)
-    steps.append(InitStep(f"control token {paths.control_token}", not token.current()))
-    token.ensure()
-    steps.append(InitStep(f"configuration {paths.config}", not paths.config.exists()))
-    if not paths.config.exists():
-        write_config(paths.config, initial_config())
-    return steps
 
 
 def _run_init(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -80,7 +80,7 @@ async def list_tasks(request: web.Request) -> web.Response:
     page = layer.list(query.get("aid"), context_id=query.get("contextId"),
                       state=query.get("status"), page_size=page_size,
                       page_token=query.get("pageToken", ""), include_artifacts=True)
-    page["tasks"] = [task | {"peer": layer.requester.peer_of(task["id"])}
+    page["tasks"] = [task | {"peer": layer.peer_of(task["id"])}
                      for task in page["tasks"]]
     return web.json_response(page)
 
@@ -91,9 +91,9 @@ async def get_task(request: web.Request) -> web.Response:
     layer, task_id = _layer(request), request.match_info["task_id"]
     try:
         return web.json_response(layer.get(None, task_id) | {
-            "role": "requester", "peer": layer.requester.peer_of(task_id)})
+            "role": "requester", "peer": layer.peer_of(task_id)})
     except TaskError:
-        received = layer.provider.received(task_id)
+        received = layer.received(task_id)
         if received is None:
             raise
         return web.json_response(received | {"role": "provider"})
@@ -107,20 +107,20 @@ async def cancel(request: web.Request) -> web.Response:
 
 @routes.get("/inbox")
 async def inbox(request: web.Request) -> web.Response:
-    return web.json_response({"tasks": _layer(request).provider.inbox()})
+    return web.json_response({"tasks": _layer(request).inbox()})
 
 
 @routes.post("/reply")
 async def reply(request: web.Request) -> web.Response:
     body = await read_body(request, ReplyRequest)
-    return web.json_response(await _layer(request).provider.reply(
+    return web.json_response(await _layer(request).reply(
         body.task_id, body.text, input_required=body.input_required))
 
 
 @routes.post("/reject")
 async def reject(request: web.Request) -> web.Response:
     body = await read_body(request, RejectRequest)
-    return web.json_response(await _layer(request).provider.reject(body.task_id, body.reason))
+    return web.json_response(await _layer(request).reject(body.task_id, body.reason))
 
 
 @routes.get("/policy")

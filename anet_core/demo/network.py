@@ -30,7 +30,9 @@ import aiohttp
 
 from anet_core.config import read_raw, write_config
 from anet_core.control.client import answer
+from anet_core.datadir import initialise
 from anet_core.errors import AnetError
+from anet_core.identity import Identity
 from anet_core.settings import DataPaths
 from anet_core.util.fsutil import write_private
 from anet_core.wire import TaskState
@@ -359,9 +361,6 @@ class EmbeddedNetwork:
 
     def create_node(self, name: str, *, serve_with_agent: bool = False) -> DemoNode:
         """What ``anet init`` and ``anet join`` do, plus a name, skills and the backend."""
-        from anet_core.builtins.lifecycle import initialise
-        from anet_core.identity import Identity
-
         paths = DataPaths(self.work / name)
         initialise(paths)
         raw = read_raw(paths.config)

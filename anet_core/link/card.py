@@ -22,7 +22,6 @@ from anet_core.protocol.frames import HubFrame
 
 if TYPE_CHECKING:
     from anet_core.config import NodeSection
-    from anet_core.node import Node
     from anet_core.records import SkillSource
 
 log = logging.getLogger(__name__)
@@ -94,10 +93,11 @@ class CardPublisher:
         log.info("event=card-published url=%s keySeq=%d", home_hub, signed["keySeq"])
 
 
-async def module_skills(node: Node) -> Skills:
-    """The skills every module offers for the card (``anet_card_skills``); a source that fails
-    or takes longer than ``SKILL_SOURCE_TIMEOUT_S`` is left out of this publication."""
-    sources = node.plugins.collect("anet_card_skills", node=node)
+async def module_skills(skill_sources: Callable[[], list[SkillSource]]) -> Skills:
+    """The skills every module offers for the card (``skill_sources``: ``anet_card_skills``);
+    a source that fails or takes longer than ``SKILL_SOURCE_TIMEOUT_S`` is left out of this
+    publication."""
+    sources = skill_sources()
 
     async def read(source: SkillSource) -> Skills:
         try:

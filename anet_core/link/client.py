@@ -4,7 +4,8 @@ It puts the link's parts together: the connection (``connection``: the WebSocket
 hub pin, reconnection, paced requests), the deliveries (``delivery``: envelopes handed to the
 receiver and acknowledged once kept), the directory (``directory``: verified, briefly kept
 lookups) and the card (``card``: published at every registration, refreshed when the modules'
-skills change). :func:`open_hub_link` builds the one a node runs with.
+skills change). :func:`node_hub_client` builds the one a node runs with (``Node.open``) and
+:func:`open_hub_link` runs it.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ from anet_core.protocol.documents import REVIEW_TYPE
 from anet_core.protocol.frames import AcceptedFrame
 
 if TYPE_CHECKING:
-    from anet_core.node import Node
+    from anet_core.config import Config
+    from anet_core.records import SkillSource
+    from anet_core.settings import DataPaths
 
 SEND_FRAME_OVERHEAD = 32
 """Bytes a ``send`` frame adds to the envelope beyond ``{"type":"send","envelope":…}`` (the
@@ -148,12 +151,18 @@ class HubClient:
             channel.spawn(self._card.publish(url), name="card-publish")
 
 
+def node_hub_client(identity: Identity, config: Config, paths: DataPaths,
+                    skill_sources: Callable[[], list[SkillSource]]) -> HubClient:
+    """The node's hub link as config.json says (``hub``, ``node``), its card also offering the
+    modules' skills (``skill_sources``: ``anet_card_skills``); :func:`open_hub_link` runs it."""
+    return HubClient(identity, url=config.hub.url, pin_path=paths.hub_pin,
+                     card=card_from_config(config.node),
+                     module_skills=partial(module_skills, skill_sources))
+
+
 @asynccontextmanager
-async def open_hub_link(node: Node) -> AsyncIterator[HubClient]:
-    """The node's hub link, connected in the background while the context is open."""
-    client = HubClient(node.identity, url=node.config.hub.url, pin_path=node.paths.hub_pin,
-                       card=card_from_config(node.config.node),
-                       module_skills=partial(module_skills, node))
+async def open_hub_link(client: HubClient) -> AsyncIterator[HubClient]:
+    """``client`` connected in the background while the context is open, then closed."""
     await client.start()
     refresher = asyncio.create_task(refresh_card_forever(client.refresh_card),
                                     name="card-refresh")

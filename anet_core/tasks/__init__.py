@@ -1,17 +1,18 @@
 """The task layer: tasks between nodes, requester and provider side (``node.tasks``).
 
 Modules: ``requester``, ``provider`` and ``responder`` (the two sides), ``policy`` (who may
-send tasks), ``receipts``, ``outbox`` (sending exactly once), ``inbound`` (opening and
-dispatching envelopes), ``events`` (subscriptions), ``layer`` (the whole). The messages nodes
-send each other are in ``anet_core.protocol.tasks``.
+send tasks), ``hooks`` (what the layer asks the modules), ``receipts``, ``outbox`` (sending
+exactly once), ``inbound`` (opening and dispatching envelopes), ``events`` (subscriptions),
+``layer`` (the whole). The messages nodes send each other are in ``anet_core.protocol.tasks``.
 """
 
 from anet_core.protocol.tasks import EffectStatus, Reason, TaskMetadata
 from anet_core.records import Responder
 from anet_core.tasks.common import TaskError
 from anet_core.tasks.events import TaskSubscription
-from anet_core.tasks.layer import TaskLayer, open_task_layer
+from anet_core.tasks.hooks import TaskHooks
+from anet_core.tasks.layer import TaskLayer
 from anet_core.tasks.policy import InboundPolicy
 
-__all__ = ["EffectStatus", "InboundPolicy", "Reason", "Responder", "TaskError", "TaskLayer",
-           "TaskMetadata", "TaskSubscription", "open_task_layer"]
+__all__ = ["EffectStatus", "InboundPolicy", "Reason", "Responder", "TaskError", "TaskHooks",
+           "TaskLayer", "TaskMetadata", "TaskSubscription"]

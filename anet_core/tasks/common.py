@@ -8,15 +8,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from anet_core.errors import AnetError
+from anet_core.evidence import EvidenceChain
 from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
 from anet_core.tasks.events import TaskEvents
 from anet_core.wire import TaskState, format_timestamp
-
-if TYPE_CHECKING:
-    from anet_core.evidence import EvidenceChain
 
 log = logging.getLogger(__name__)
 

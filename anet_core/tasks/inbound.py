@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
-from anet_core.identity import VerifiedHistory
-from anet_core.link import HubError
+from anet_core.identity import Identity, VerifiedHistory
+from anet_core.link import HubError, HubLink
 from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
     MAX_FUTURE_SKEW_S,
@@ -32,11 +32,8 @@ from anet_core.protocol.tasks import (
 )
 from anet_core.store import Store
 from anet_core.tasks.common import Effects
-
-if TYPE_CHECKING:
-    from anet_core.node import Node
-    from anet_core.tasks.provider import Provider
-    from anet_core.tasks.requester import Requester
+from anet_core.tasks.provider import Provider
+from anet_core.tasks.requester import Requester
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +44,15 @@ KEY_ERRORS = frozenset({"unknown-key", "bad-signature"})
 """Envelope errors that a fresher key history of the sender may resolve."""
 
 
-class EnvelopeReceiver:
-    def __init__(self, node: Node, store: Store, requester: Requester, provider: Provider,
-                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
-        self._node = node
+class InboundEnvelopes:
+    """The node's receiver of envelopes from its hub (an ``EnvelopeReceiver``, see the
+    module docstring): each is opened, checked and given to the requester or the provider."""
+
+    def __init__(self, *, store: Store, hub: HubLink, identity: Identity, requester: Requester,
+                 provider: Provider, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
+        self._hub = hub
+        self._identity = identity
         self._requester = requester
         self._provider = provider
         self._run_effects = run_effects
@@ -62,7 +63,7 @@ class EnvelopeReceiver:
         except EnvelopeError as error:
             self._refuse("?", "?", error.reason, str(error))
             return
-        if header.recipient != self._node.aid:
+        if header.recipient != self._identity.aid:
             self._refuse(header.id, header.sender, "misaddressed",
                          f"addressed to {header.recipient}")
             return
@@ -70,7 +71,7 @@ class EnvelopeReceiver:
             self._refuse(header.id, header.sender, "replayed", "this envelope id was opened before")
             return
         try:
-            peer = await self._node.hub.peer(header.sender)
+            peer = await self._hub.peer(header.sender)
         except HubError as error:
             if error.unknown_agent:
                 self._refuse(header.id, header.sender, "unknown-sender", error.message)
@@ -82,18 +83,18 @@ class EnvelopeReceiver:
                          "the hub gave no verified key history for the sender")
             return
         try:
-            opened = open_envelope(envelope, self._node.identity, history)
+            opened = open_envelope(envelope, self._identity, history)
         except EnvelopeError as error:
             if error.reason not in KEY_ERRORS:
                 self._refuse(header.id, header.sender, error.reason, str(error))
                 return
             # The sender may have rotated since its history was cached: ask the hub once more.
-            self._node.hub.forget_peer(header.sender)
-            history = (await self._node.hub.peer(header.sender)).history
+            self._hub.forget_peer(header.sender)
+            history = (await self._hub.peer(header.sender)).history
             try:
                 if not isinstance(history, VerifiedHistory):
                     raise error
-                opened = open_envelope(envelope, self._node.identity, history)
+                opened = open_envelope(envelope, self._identity, history)
             except EnvelopeError as again:
                 self._refuse(header.id, header.sender, again.reason, str(again))
                 return

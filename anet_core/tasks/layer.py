@@ -5,24 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from anet_core.identity import check_aid
+from anet_core.evidence import EvidenceChain
+from anet_core.identity import Identity, check_aid
+from anet_core.link import HubLink
 from anet_core.store import Store
 from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
-from anet_core.tasks.inbound import EnvelopeReceiver
+from anet_core.tasks.hooks import TaskHooks
+from anet_core.tasks.inbound import InboundEnvelopes
 from anet_core.tasks.outbox import Outbox
 from anet_core.tasks.policy import InboundPolicy, policy_in, policy_refused, vetoes
 from anet_core.tasks.provider import Provider
 from anet_core.tasks.requester import Requester
 from anet_core.wire import TaskState
-
-if TYPE_CHECKING:
-    from anet_core.node import Node
 
 log = logging.getLogger(__name__)
 
@@ -32,24 +31,37 @@ STOP_TIMEOUT_S = 5.0
 
 
 class TaskLayer:
-    """Requester API (``send``, ``get``, ``list``, ``cancel``, ``subscribe``) and the
-    operator's provider API (``provider``: inbox, reply, reject; policy and trust list here)."""
+    """Requester API (``send``, ``get``, ``list``, ``cancel``, ``subscribe``, ``review``), the
+    operator's provider API (``inbox``, ``received``, ``reply``, ``reject``), the inbound policy
+    and the trust list. Callers use these methods only; the parts (``requester``,
+    ``provider``, ``outbox``, ``inbound``) are the layer's own.
 
-    def __init__(self, node: Node, store: Store) -> None:
-        self._node = node
+    Built by ``Node.open`` from the node's store, hub link, identity, evidence chain and the
+    modules' hooks; :meth:`start` runs it, :meth:`stop` ends it.
+    """
+
+    def __init__(self, *, store: Store, hub: HubLink, identity: Identity, hooks: TaskHooks,
+                 evidence: EvidenceChain, no_response_after: float) -> None:
         self._store = store
+        self._hub = hub
+        self._hooks = hooks
+        self._no_response_after = no_response_after
         self.events = TaskEvents()
         self._background: set[asyncio.Task[None]] = set()
-        self._services = Services(events=self.events, evidence=node.evidence,
+        self._services = Services(events=self.events, evidence=evidence,
                                   wake_outbox=lambda: self.outbox.wake(),
                                   start_background=self._start)
-        self.requester = Requester(node, store, self.events, self._services.run)
-        self.provider = Provider(node, store, self._services.run)
-        self.outbox = Outbox(node, store, on_refused=self.requester.on_refused,
-                             on_accepted=self.requester.on_accepted,
-                             run_effects=self._services.run)
-        self.receiver = EnvelopeReceiver(node, store, self.requester, self.provider,
-                                         self._services.run)
+        run_effects = self._services.run
+        self.requester = Requester(store=store, hub=hub, identity=identity, events=self.events,
+                                   run_effects=run_effects)
+        self.provider = Provider(store=store, hub=hub, identity=identity, hooks=hooks,
+                                 run_effects=run_effects)
+        self.outbox = Outbox(store=store, hub=hub, identity=identity,
+                             on_refused=self.requester.on_refused,
+                             on_accepted=self.requester.on_accepted, run_effects=run_effects)
+        self.inbound = InboundEnvelopes(store=store, hub=hub, identity=identity,
+                                        requester=self.requester, provider=self.provider,
+                                        run_effects=run_effects)
 
     # --- requester API (see Requester for the rules) ----------------------------------------
 
@@ -75,6 +87,33 @@ class TaskLayer:
     def subscribe(self, aid: str | None, task_id: str) -> TaskSubscription:
         return self.requester.subscribe(aid, task_id)
 
+    def peer_of(self, task_id: str) -> str:
+        """The AID of the agent a task was sent to."""
+        return self.requester.peer_of(task_id)
+
+    async def review(self, task_id: str, rating: int, text: str = "") -> dict[str, Any]:
+        """Rate the agent that completed ``task_id`` at the hub, with its receipt as proof."""
+        return await self.requester.review(task_id, rating, text)
+
+    # --- provider API (the operator; see Provider for the rules) ----------------------------
+
+    def inbox(self) -> list[dict[str, Any]]:
+        """Tasks waiting for the operator, oldest first, with the requester's AID."""
+        return self.provider.inbox()
+
+    def received(self, task_id: str) -> dict[str, Any] | None:
+        """A task this node received (in the inbox or not), with the requester's AID."""
+        return self.provider.received(task_id)
+
+    async def reply(self, task_id: str, text: str, *,
+                    input_required: bool = False) -> dict[str, Any]:
+        """Answer an inbox task as the operator (``input_required``: ask, keep it open)."""
+        return await self.provider.reply(task_id, text, input_required=input_required)
+
+    async def reject(self, task_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Refuse an inbox task; ``reason`` is shown to the requester."""
+        return await self.provider.reject(task_id, reason)
+
     # --- inbound policy and trust list -------------------------------------------------------
 
     @property
@@ -87,7 +126,7 @@ class TaskLayer:
         except ValueError:
             raise TaskError("invalid-params", f"{policy!r} is not an inbound policy",
                             hint="use closed, trusted or open") from None
-        refusals = vetoes(self._node.plugins.hook, self._node, chosen)
+        refusals = vetoes(self._hooks.policy_vetoes, chosen)
         if refusals:
             raise policy_refused(chosen, refusals, hint=next(
                 (veto.hint for veto in refusals if veto.hint), "keep the current policy"))
@@ -113,7 +152,7 @@ class TaskLayer:
         """Recover what a stop interrupted, start the loops, and (unless ``receive`` is False:
         see :meth:`receive`) take envelopes from the hub. Refuses to start when a module vetoes
         the inbound policy in force (its configuration changed while the node was down)."""
-        refusals = vetoes(self._node.plugins.hook, self._node, self.policy)
+        refusals = vetoes(self._hooks.policy_vetoes, self.policy)
         if refusals:
             raise policy_refused(self.policy, refusals, hint=(
                 "change what is named in config.json, or start without it, run `anet policy "
@@ -128,7 +167,7 @@ class TaskLayer:
     def receive(self) -> None:
         """Take envelopes from the hub from now on. The daemon calls this once its modules have
         started, so that no task arrives before the module that would claim it is ready."""
-        self._node.hub.set_receiver(self.receiver)
+        self._hub.set_receiver(self.inbound)
 
     async def stop(self) -> None:
         """Stop the loops and any module still serving a task (it resumes from the inbox)."""
@@ -146,7 +185,7 @@ class TaskLayer:
         task.add_done_callback(self._background.discard)
 
     async def _watch_silence(self) -> None:
-        after = self._node.config.node.no_response_after.total_seconds()
+        after = self._no_response_after
         interval = max(0.05, min(after / 4, MAX_SILENCE_CHECK_S))
         while True:
             await asyncio.sleep(interval)
@@ -162,15 +201,3 @@ class TaskLayer:
             if forgotten:
                 log.debug("event=envelope-ids-forgotten count=%d", forgotten)
             await asyncio.sleep(SEEN_PURGE_INTERVAL_S)
-
-
-@asynccontextmanager
-async def open_task_layer(node: Node, *, receive: bool = True) -> AsyncIterator[TaskLayer]:
-    """Run the task layer of ``node`` (its store, evidence and hub must be open); with
-    ``receive`` False, envelopes wait at the hub until :meth:`TaskLayer.receive`."""
-    layer = TaskLayer(node, node.store)
-    layer.start(receive=receive)
-    try:
-        yield layer
-    finally:
-        await layer.stop()

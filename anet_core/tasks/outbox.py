@@ -14,16 +14,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING
 
-from anet_core.link import UNKNOWN_AGENT_REASONS, HubError, JoinState
+from anet_core.identity import Identity
+from anet_core.link import UNKNOWN_AGENT_REASONS, HubError, HubLink, JoinState
 from anet_core.protocol.envelope import seal
 from anet_core.store import OutboxEntry, Store
 from anet_core.tasks.common import Effects
 from anet_core.util.backoff import Backoff
-
-if TYPE_CHECKING:
-    from anet_core.node import Node
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +39,12 @@ AcceptanceHandler = Callable[[OutboxEntry], Effects]
 
 
 class Outbox:
-    def __init__(self, node: Node, store: Store, *, on_refused: RefusalHandler,
-                 on_accepted: AcceptanceHandler,
+    def __init__(self, *, store: Store, hub: HubLink, identity: Identity,
+                 on_refused: RefusalHandler, on_accepted: AcceptanceHandler,
                  run_effects: Callable[[Effects], Awaitable[None]]) -> None:
-        self._node = node
         self._store = store
+        self._hub = hub
+        self._identity = identity
         self._on_refused = on_refused
         self._on_accepted = on_accepted
         self._run_effects = run_effects
@@ -59,7 +57,7 @@ class Outbox:
         """Send what is due, then sleep until woken, until the next retry, or a second."""
         while True:
             self._wake.clear()
-            if self._node.hub.status.state is JoinState.REGISTERED:
+            if self._hub.status.state is JoinState.REGISTERED:
                 try:
                     await self.flush()
                 except Exception:
@@ -80,7 +78,7 @@ class Outbox:
                 return
 
     async def _send(self, entry: OutboxEntry) -> bool:
-        hub = self._node.hub
+        hub = self._hub
         try:
             envelope = entry.envelope
             if envelope is None:
@@ -88,7 +86,7 @@ class Outbox:
                 if not peer.encryption_key:
                     raise HubError("unknown-agent",
                                    f"{entry.peer_aid} has no verified encryption key")
-                envelope = seal(self._node.identity, entry.peer_aid, peer.encryption_key,
+                envelope = seal(self._identity, entry.peer_aid, peer.encryption_key,
                                 entry.body)
                 self._store.outbox_sealed(entry.seq, envelope)
             await hub.send(envelope)

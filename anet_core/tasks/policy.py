@@ -8,6 +8,7 @@ layer starts, every module is asked through ``anet_policy_veto`` whether it can 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -15,9 +16,6 @@ from anet_core.records import PolicyVeto
 from anet_core.tasks.common import TaskError
 
 if TYPE_CHECKING:
-    import pluggy
-
-    from anet_core.node import Node
     from anet_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -40,13 +38,13 @@ def policy_in(store: Store) -> InboundPolicy:
     return DEFAULT_POLICY if stored is None else InboundPolicy(stored)
 
 
-def vetoes(hook: pluggy.HookRelay, node: Node, policy: InboundPolicy) -> list[PolicyVeto]:
-    """What the modules object to ``policy`` (``anet_policy_veto``). A failing check vetoes
-    ``open``, so a broken module cannot open the node by accident; the stricter policies stay
-    possible (logged)."""
+def vetoes(ask: Callable[[InboundPolicy], list[PolicyVeto]],
+           policy: InboundPolicy) -> list[PolicyVeto]:
+    """What the modules object to ``policy``, as ``ask`` (``TaskHooks.policy_vetoes``) says. A
+    failing check vetoes ``open``, so a broken module cannot open the node by accident; the
+    stricter policies stay possible (logged)."""
     try:
-        return [veto for veto in hook.anet_policy_veto(node=node, policy=policy)
-                if veto is not None]
+        return ask(policy)
     except Exception as error:
         log.exception("event=policy-veto-failed policy=%s", policy.value)
         if policy is not InboundPolicy.OPEN:

@@ -28,9 +28,10 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from anet_core.link import HubError, JoinState
+from anet_core.identity import Identity
+from anet_core.link import HubError, HubLink, JoinState
 from anet_core.protocol.envelope import seal
 from anet_core.protocol.tasks import (
     MAX_ALIVE_TASKS,
@@ -57,13 +58,11 @@ from anet_core.tasks.common import (
     state_of,
     text_message,
 )
+from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.policy import InboundPolicy, policy_in
 from anet_core.tasks.receipts import issue_receipt
 from anet_core.tasks.responder import TaskResponder
 from anet_core.wire import ACTIVE_TASK_STATES, TaskState
-
-if TYPE_CHECKING:
-    from anet_core.node import Node
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +76,12 @@ REJECTION_NOTES = {
 
 
 class Provider:
-    def __init__(self, node: Node, store: Store,
+    def __init__(self, *, store: Store, hub: HubLink, identity: Identity, hooks: TaskHooks,
                  run_effects: Callable[[Effects], Awaitable[None]]) -> None:
-        self._node = node
         self._store = store
+        self._hub = hub
+        self._identity = identity
+        self._hooks = hooks
         self._run_effects = run_effects
         self._responders: dict[str, TaskResponder] = {}
 
@@ -216,7 +217,7 @@ class Provider:
 
     def _claim(self, inbound: InboundTask) -> TaskClaim | None:
         try:
-            return self._node.plugins.hook.anet_take_task(node=self._node, task=inbound)
+            return self._hooks.take_task(inbound)
         except Exception:
             log.exception("event=take-task-failed task=%s then=inbox", inbound.task_id)
             return None
@@ -365,7 +366,7 @@ class Provider:
         in SUBMITTED or WORKING here. Best effort: sealed and handed to the hub directly, never
         queued or retried (the next interval sends again) and never stored here. Returns the
         number of envelopes sent."""
-        hub = self._node.hub
+        hub = self._hub
         if hub.status.state is not JoinState.REGISTERED:
             return 0
         open_tasks: defaultdict[str, list[AliveTask]] = defaultdict(list)
@@ -380,7 +381,7 @@ class Provider:
                     continue
                 for start in range(0, len(tasks), MAX_ALIVE_TASKS):
                     body = wire_body(TaskAlive(tasks=tasks[start:start + MAX_ALIVE_TASKS]))
-                    await hub.send(seal(self._node.identity, peer_aid, peer.encryption_key, body))
+                    await hub.send(seal(self._identity, peer_aid, peer.encryption_key, body))
                     sent += 1
             except (HubError, ValueError) as error:
                 log.info("event=keep-alive-skipped to=%s error=%r", peer_aid,
@@ -419,7 +420,7 @@ class Provider:
             artifacts = task.get("artifacts", [])
             set_meta(task, effect=EffectStatus.DONE if state is TaskState.TASK_STATE_COMPLETED
                      else None)
-            stored.receipt = issue_receipt(self._node.identity, task_id=stored.id,
+            stored.receipt = issue_receipt(self._identity, task_id=stored.id,
                                            context_id=stored.context_id,
                                            requester=stored.peer_aid, status=status,
                                            artifacts=artifacts, state_seq=stored.state_seq)

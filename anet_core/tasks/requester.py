@@ -11,12 +11,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
-from anet_core.identity import VerifiedHistory, check_aid
-from anet_core.link import HubError, JoinState, PeerInfo
+from anet_core.identity import Identity, VerifiedHistory, check_aid
+from anet_core.link import HubError, HubLink, JoinState, PeerInfo
 from anet_core.protocol.tasks import (
     EffectStatus,
     Reason,
@@ -53,16 +53,14 @@ from anet_core.wire import (
     parse_timestamp,
 )
 
-if TYPE_CHECKING:
-    from anet_core.node import Node
-
 log = logging.getLogger(__name__)
 
 class Requester:
-    def __init__(self, node: Node, store: Store, events: TaskEvents,
+    def __init__(self, *, store: Store, hub: HubLink, identity: Identity, events: TaskEvents,
                  run_effects: Callable[[Effects], Awaitable[None]]) -> None:
-        self._node = node
         self._store = store
+        self._hub = hub
+        self._aid = identity.aid
         self._events = events
         self._run_effects = run_effects
 
@@ -93,7 +91,7 @@ class Requester:
         context_id = continued.context_id if continued else parsed.context_id
         if context_id and (earlier := self._repeat(aid, context_id, parsed.message_id)):
             return earlier
-        status = self._node.hub.status
+        status = self._hub.status
         if status.state is not JoinState.REGISTERED:
             raise TaskError("not-registered", status.sentence,
                             hint="`anet join <hub-url>` joins a hub; `anet status` shows the state")
@@ -181,7 +179,7 @@ class Requester:
         review = {"subject": stored.peer_aid, "rating": rating, "text": text,
                   "receipt": stored.receipt}
         try:
-            await self._node.hub.post_review(review)
+            await self._hub.post_review(review)
         except HubError as error:
             if error.reason != "review-duplicate":
                 raise
@@ -289,7 +287,7 @@ class Requester:
         if update.receipt is None:
             return "the terminal update carries no receipt"
         return check_receipt(update.receipt, history, task_id=stored.id,
-                             requester=self._node.aid, status=update.status,
+                             requester=self._aid, status=update.status,
                              artifacts=update.artifacts or [])
 
     def on_alive(self, sender: str, alive: TaskAlive, sent_at: float) -> Effects:
@@ -430,13 +428,13 @@ class Requester:
 
     def _check_remote(self, aid: str) -> None:
         check_aid(aid)
-        if aid == self._node.aid:
+        if aid == self._aid:
             raise TaskError("unknown-agent", f"{aid} is this node itself, not a remote agent",
                             hint="`anet agents` lists the remote agents")
 
     async def _peer(self, aid: str) -> PeerInfo:
         try:
-            return await self._node.hub.peer(aid)
+            return await self._hub.peer(aid)
         except HubError as error:
             if error.unknown_agent:
                 raise TaskError("unknown-agent", f"no agent {aid} is known to the hub",

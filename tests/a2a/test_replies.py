@@ -75,7 +75,7 @@ async def test_a_send_does_not_wait_for_the_remote_operator(local: Local, http) 
                           {"message": message("inbox again", "m-2")})
     last = events[-1].get("statusUpdate") or events[-1]["task"]  # the update may come first
     assert last["metadata"]["anet.reason"] == "queued_for_operator"
-    assert await eventually(lambda: len(local.remote.tasks.provider.inbox()) == 2)
+    assert await eventually(lambda: len(local.remote.tasks.inbox()) == 2)
 
 
 async def test_streams_carry_file_metadata_and_get_task_the_bytes(local: Local, http) -> None:

@@ -171,17 +171,9 @@ def api_origins() -> dict[str, str]:
 
 # --- (a) no runtime import cycles ---------------------------------------------------------------
 
-KNOWN_CYCLES: list[set[str]] = [
-    # daemon.py imports builtins/lifecycle.py for initialise(), which imports daemon.py back.
-    # The test compares for equality, so this entry cannot outlive the cycle.
-    {"anet_core.daemon", "anet_core.builtins.lifecycle"},
-]
-
-
 def test_no_runtime_import_cycles() -> None:
     modules = modules_under(package_roots())
-    found = cycles(runtime_graph(all_imports(package_roots()), modules))
-    assert sorted(map(sorted, found)) == sorted(map(sorted, KNOWN_CYCLES))
+    assert cycles(runtime_graph(all_imports(package_roots()), modules)) == []
 
 
 def test_the_cycle_check_sees_a_cycle_through_a_package() -> None:

@@ -12,13 +12,11 @@ import pytest
 from aiohttp import web
 
 from anet_core import hookimpl
-from anet_core.builtins.lifecycle import initialise
-from anet_core.config import load_config
 from anet_core.control.client import ControlClient
 from anet_core.control.guard import TokenFile
 from anet_core.control.server import build_app
+from anet_core.datadir import initialise
 from anet_core.errors import AnetError
-from anet_core.identity import Identity
 from anet_core.link import HubError
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
@@ -163,16 +161,15 @@ async def test_the_task_directory_and_identity_routes_share_the_tasks_prefix(ref
     assert status == 400 and body["error"] == "bad-request" and "urgent" in body["message"]
 
 
-def test_a_route_added_twice_is_refused_naming_the_module(tmp_path: Path) -> None:
+async def test_a_route_added_twice_is_refused_naming_the_module(tmp_path: Path) -> None:
     plugins = make_plugins(load_entry_points=False)
     plugins.pm.register(Refuser(), name="greeter")
     plugins.pm.register(Refuser(), name="greeter-again")
     settings = Settings(data_dir=tmp_path / "node")
     initialise(settings.paths)
-    node = Node(settings=settings, config=load_config(settings.paths.config, plugins),
-                plugins=plugins, identity=Identity.load(settings.paths.identity))
-    with pytest.raises(AnetError) as refused:
-        build_app(node, 1, TokenFile(tmp_path / "token"))
+    async with Node.open(settings, plugins=plugins) as node:
+        with pytest.raises(AnetError) as refused:
+            build_app(node, 1, TokenFile(tmp_path / "token"))
     assert refused.value.reason == "routes-duplicate"
     assert refused.value.message == ("the module greeter declares the control route "
                                      "GET /greeter/anet-error twice")

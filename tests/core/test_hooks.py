@@ -354,7 +354,7 @@ async def test_hook_anet_card_skills(tmp_path: Path) -> None:
             return [SkillSource("second", read)]
 
     async with running_node(tmp_path / "node", plugins_with(Second(), Greeter())) as node:
-        skills = await module_skills(node)
+        skills = await module_skills(lambda: node.plugins.collect("anet_card_skills", node=node))
     assert [skill["id"] for skill in skills] == ["greet", "qa"]  # hook order; broken left out
 
 

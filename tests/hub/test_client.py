@@ -1,22 +1,26 @@
-"""The node's hub link: join states and their sentences, backoff, URLs, open_hub_link."""
+"""The node's hub link: join states and their sentences, backoff, URLs, the link a node opens."""
 
 from __future__ import annotations
 
 import re
 import socket
-from types import SimpleNamespace
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 
 from anet_core import hookimpl
-from anet_core.config import HubSection, NodeSection, SkillSection
+from anet_core.config import read_raw, write_config
+from anet_core.datadir import initialise
 from anet_core.identity import Identity
 from anet_core.link import HubError, JoinState, SearchQuery, Verification
-from anet_core.link.client import HubClient, open_hub_link
+from anet_core.link.client import HubClient
 from anet_core.link.connection import RECONNECT, normalize_hub_url
-from anet_core.plugins import make_plugins
+from anet_core.node import Node
+from anet_core.plugins import Plugins, make_plugins
 from anet_core.records import SkillSource
-from anet_core.settings import DataPaths
+from anet_core.settings import Settings
 
 
 def free_tcp_port() -> int:
@@ -25,13 +29,20 @@ def free_tcp_port() -> int:
         return sock.getsockname()[1]
 
 
-def fake_node(tmp_path, url: str | None) -> SimpleNamespace:
-    node_section = NodeSection(name="Alice", description="answers questions",
-                               skills=[SkillSection(id="qa", tags=["questions"])])
-    return SimpleNamespace(identity=Identity.create(tmp_path / "identity"),
-                           config=SimpleNamespace(hub=HubSection(url=url), node=node_section),
-                           paths=DataPaths(tmp_path),
-                           plugins=make_plugins(load_entry_points=False))
+@asynccontextmanager
+async def alice(root: Path, url: str | None,
+                plugins: Plugins | None = None) -> AsyncIterator[Node]:
+    """A node with a configured card, its hub link the real one config.json describes."""
+    settings = Settings(data_dir=root)
+    initialise(settings.paths)
+    raw = read_raw(settings.paths.config)
+    raw["hub"] = {"url": url}
+    raw["node"] = {"name": "Alice", "description": "answers questions",
+                   "skills": [{"id": "qa", "tags": ["questions"]}]}
+    write_config(settings.paths.config, raw)
+    async with Node.open(settings,
+                         plugins=plugins or make_plugins(load_entry_points=False)) as node:
+        yield node
 
 
 async def found(client, query: SearchQuery) -> list:
@@ -44,7 +55,8 @@ async def found(client, query: SearchQuery) -> list:
 
 
 async def test_not_joined(tmp_path):
-    async with open_hub_link(fake_node(tmp_path, None)) as link:
+    async with alice(tmp_path, None) as node:
+        link = node.hub
         assert link.status.state is JoinState.NOT_JOINED
         assert link.status.sentence == "Not joined to a hub: run `anet join <hub-url>`."
         with pytest.raises(HubError) as caught:
@@ -54,7 +66,8 @@ async def test_not_joined(tmp_path):
 
 async def test_unreachable_hub_sentence(tmp_path):
     port = free_tcp_port()
-    async with open_hub_link(fake_node(tmp_path, f"ws://127.0.0.1:{port}")) as link:
+    async with alice(tmp_path, f"ws://127.0.0.1:{port}") as node:
+        link = node.hub
         status = link.status
         assert status.state is JoinState.UNREACHABLE
         assert re.fullmatch(rf"Hub ws://127\.0\.0\.1:{port} unreachable since "
@@ -64,9 +77,9 @@ async def test_unreachable_hub_sentence(tmp_path):
         assert caught.value.reason == "hub-unreachable"
 
 
-async def test_open_hub_link_publishes_the_configured_card(tmp_path, hub, nodes):
-    node = fake_node(tmp_path, hub.url)
-    async with open_hub_link(node) as link:
+async def test_the_node_publishes_its_configured_card(tmp_path, hub, nodes):
+    async with alice(tmp_path, hub.url) as node:
+        link = node.hub
         assert link.status.state is JoinState.REGISTERED
         assert (tmp_path / "hub-pin.json").exists()
         watcher = await nodes.connect("watcher", hub)
@@ -126,9 +139,9 @@ async def test_module_skills_are_published_after_the_configured_ones(tmp_path, h
 
             return [SkillSource("greeter", read), SkillSource("broken", broken)]
 
-    node = fake_node(tmp_path, hub.url)
-    node.plugins.pm.register(Greeter(), name="greeter")
-    async with open_hub_link(node):
+    plugins = make_plugins(load_entry_points=False)
+    plugins.pm.register(Greeter(), name="greeter")
+    async with alice(tmp_path, hub.url, plugins):
         watcher = await nodes.connect("watcher", hub)
         [peer] = await found(watcher, SearchQuery(tag="hello"))
         skills = peer.card["skills"]

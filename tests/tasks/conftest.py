@@ -5,16 +5,16 @@ acknowledges when the receiver returns, keeps them when it raises or the node is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from anet_core.config import validate_config
-from anet_core.evidence import EvidenceChain
+from anet_core.config import read_raw, write_config
+from anet_core.datadir import initialise
 from anet_core.identity import Identity, VerifiedHistory
 from anet_core.link import (
     EnvelopeReceiver,
@@ -30,8 +30,6 @@ from anet_core.link import (
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from anet_core.settings import Settings
-from anet_core.store import open_store
-from anet_core.tasks import open_task_layer
 
 
 @dataclass(frozen=True)
@@ -140,30 +138,25 @@ class FakeLink:
         return None
 
 
-NodeFactory = Callable[..., Awaitable[Node]]
-
-
 @asynccontextmanager
 async def running_node(root: Path, hub: FakeHub, *, no_response_after: str = "15m",
                        plugins: Any = None) -> AsyncIterator[Node]:
     """A node over ``root`` (created the first time, reopened after), linked to ``hub``."""
-    identity, _ = Identity.load_or_create(root / "identity")
     settings = Settings(data_dir=root)
-    plugins = plugins or make_plugins(load_entry_points=False)
-    config = validate_config(root / "config.json",
-                             {"node": {"no_response_after": no_response_after}}, [])
-    node = Node(settings=settings, config=config, plugins=plugins, identity=identity)
-    async with AsyncExitStack() as stack:
-        node.store = await stack.enter_async_context(open_store(settings.paths.database))
-        node.evidence = EvidenceChain(settings.paths.evidence_chain, identity)
-        node.hub = hub.link(identity)  # type: ignore[assignment]
-        pump = asyncio.create_task(hub.pump(identity.aid))
-        node.tasks = await stack.enter_async_context(open_task_layer(node))
-        try:
+    initialise(settings.paths)
+    raw = read_raw(settings.paths.config)
+    raw["node"] = {**raw.get("node", {}), "no_response_after": no_response_after}
+    write_config(settings.paths.config, raw)
+    link = hub.link(Identity.load(settings.paths.identity))
+    pump = asyncio.create_task(hub.pump(link.aid))
+    try:
+        async with Node.open(settings, plugins=plugins or make_plugins(load_entry_points=False),
+                             hub=link) as node:
+            node.tasks.receive()
             yield node
-        finally:
-            hub.receivers.pop(identity.aid, None)
-            pump.cancel()
+    finally:
+        hub.receivers.pop(link.aid, None)
+        pump.cancel()
 
 
 @pytest.fixture

@@ -35,12 +35,12 @@ async def test_send_inbox_reply_receipt(tmp_path: Path, hub: FakeHub) -> None:
         task = await a.tasks.send(b.aid, text("hello"))
         assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
         assert task["metadata"]["anet.state_seq"] == 0
-        inbox = await eventually(lambda: b.tasks.provider.inbox())
+        inbox = await eventually(lambda: b.tasks.inbox())
         assert inbox[0]["id"] == task["id"] and inbox[0]["peer"] == a.aid
         assert inbox[0]["history"][0]["parts"] == [{"text": "hello"}]
         await eventually(lambda: a.tasks.get(b.aid, task["id"])["metadata"].get("anet.reason")
                          == "queued_for_operator")
-        await b.tasks.provider.reply(task["id"], "hi there")
+        await b.tasks.reply(task["id"], "hi there")
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         done = a.tasks.get(b.aid, task["id"])
         assert done["artifacts"][0]["parts"] == [{"text": "hi there"}]
@@ -49,7 +49,7 @@ async def test_send_inbox_reply_receipt(tmp_path: Path, hub: FakeHub) -> None:
         assert done["metadata"]["anet.state_seq"] == 2
         kept = a.store.get_task(task["id"], role=TaskRole.REQUESTER)  # for a review later
         assert kept is not None and kept.receipt is not None and kept.receipt["provider"] == b.aid
-        assert b.tasks.provider.inbox() == []
+        assert b.tasks.inbox() == []
     for node_dir, node in (("a", a), ("b", b)):
         report = verify(tmp_path / node_dir / "evidence" / "chain.jsonl",
                         node.identity.verified_history)
@@ -65,7 +65,7 @@ async def test_stranger_rejected_and_new_node_closed_to_strangers(tmp_path: Path
         assert rejected["metadata"]["anet.reason"] == "not_trusted"
         assert rejected["metadata"]["anet.effect_status"] == "none"
         assert rejected["metadata"]["anet.receipt_verified"] is True
-        assert b.tasks.provider.inbox() == []
+        assert b.tasks.inbox() == []
         b.tasks.set_policy("closed")
         b.tasks.trust(a.aid)
         closed = await a.tasks.send(b.aid, text("and now?", "m-2"))
@@ -77,7 +77,7 @@ async def test_open_policy_accepts_strangers(tmp_path: Path, hub: FakeHub) -> No
     async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
         b.tasks.set_policy("open")
         await a.tasks.send(b.aid, text("anyone home?"))
-        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: b.tasks.inbox())
 
 
 async def test_unregistered_node_refuses_and_creates_no_task(tmp_path: Path, hub: FakeHub) -> None:
@@ -123,7 +123,7 @@ async def test_idempotent_resend(tmp_path: Path, hub: FakeHub) -> None:
         racing = await asyncio.gather(*[a.tasks.send(b.aid, text("race", "m-r", contextId="c"))
                                         for _ in range(5)])
         assert len({task["id"] for task in racing}) == 1
-        await eventually(lambda: len(b.tasks.provider.inbox()) == 4)
+        await eventually(lambda: len(b.tasks.inbox()) == 4)
         assert len([e for e in hub.seen if e["to"] == b.aid]) == 4
         # A task id of another agent is "not found".
         with pytest.raises(TaskError, match="no task"):
@@ -134,18 +134,18 @@ async def test_multi_turn(tmp_path: Path, hub: FakeHub) -> None:
     async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
         task = await a.tasks.send(b.aid, text("book a table"))
-        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: b.tasks.inbox())
         with pytest.raises(TaskError) as busy:
             await a.tasks.send(b.aid, text("more", "m-2", taskId=task["id"]))
         assert busy.value.reason == "task-not-waiting"
-        await b.tasks.provider.reply(task["id"], "for how many?", input_required=True)
+        await b.tasks.reply(task["id"], "for how many?", input_required=True)
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
         question = a.tasks.get(b.aid, task["id"])["status"]["message"]
         assert question["parts"] == [{"text": "for how many?"}]
         follow = await a.tasks.send(b.aid, text("four", "m-2", taskId=task["id"]))
         assert follow["id"] == task["id"]
-        await eventually(lambda: len(b.tasks.provider.inbox()[0]["history"]) == 3)
-        await b.tasks.provider.reply(task["id"], "booked")
+        await eventually(lambda: len(b.tasks.inbox()[0]["history"]) == 3)
+        await b.tasks.reply(task["id"], "booked")
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         history = a.tasks.get(b.aid, task["id"])["history"]
         assert [m["parts"][0]["text"] for m in history] == ["book a table", "for how many?", "four"]
@@ -158,11 +158,11 @@ async def test_cancel(tmp_path: Path, hub: FakeHub) -> None:
     async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
         task = await a.tasks.send(b.aid, text("long job"))
-        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: b.tasks.inbox())
         canceled = await a.tasks.cancel(b.aid, task["id"])
         assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
         assert canceled["metadata"]["anet.reason"] == "canceled_by_requester"
-        await eventually(lambda: b.tasks.provider.inbox() == [])
+        await eventually(lambda: b.tasks.inbox() == [])
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get(
             "anet.receipt_verified") is True)
         with pytest.raises(TaskError) as again:
@@ -200,7 +200,7 @@ async def test_outbox_retries_without_duplicates(tmp_path: Path, hub: FakeHub) -
         task = await _send_while_hub_refuses_delivery(a, b)
         hub.refuse = None
         a.tasks.outbox.wake()
-        await eventually(lambda: b.tasks.provider.inbox(), timeout=10)
+        await eventually(lambda: b.tasks.inbox(), timeout=10)
         assert len([e for e in hub.seen if e["to"] == b.aid]) == 1
         assert state(a, task["id"]) == "TASK_STATE_SUBMITTED"
 
@@ -237,10 +237,10 @@ async def test_restart_loses_nothing(tmp_path: Path, hub: FakeHub) -> None:
     async with running_node(tmp_path / "a", hub):  # sent after A's restart; B is offline
         await eventually(lambda: hub.queues[b_aid])
     async with running_node(tmp_path / "b", hub) as b:
-        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: b.tasks.inbox())
     async with running_node(tmp_path / "b", hub) as b:  # still in the inbox after B's restart
-        assert b.tasks.provider.inbox()[0]["id"] == task["id"]
-        await b.tasks.provider.reply(task["id"], "still here")  # B stops before it is sent
+        assert b.tasks.inbox()[0]["id"] == task["id"]
+        await b.tasks.reply(task["id"], "still here")  # B stops before it is sent
     async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub):
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         assert a.tasks.get(b_aid, task["id"])["metadata"]["anet.receipt_verified"] is True
@@ -254,16 +254,16 @@ async def test_tampered_replayed_misaddressed_envelopes(tmp_path: Path, hub: Fak
             running_node(tmp_path / "c", hub) as c:
         b.tasks.set_policy("open")
         await a.tasks.send(b.aid, text("original"))
-        await eventually(lambda: len(b.tasks.provider.inbox()) == 1)
+        await eventually(lambda: len(b.tasks.inbox()) == 1)
         original = next(e for e in hub.seen if e["to"] == b.aid)
-        await b.tasks.receiver(dict(original))  # replayed
+        await b.tasks.inbound(dict(original))  # replayed
         tampered = dict(original, ct=original["ct"][:-4] + ("AAAA" if original["ct"][-4:] != "AAAA"
                                                               else "BBBB"))
         tampered["id"] = original["id"][:-2] + ("AA" if original["id"][-2:] != "AA" else "BA")
-        await b.tasks.receiver(tampered)
-        await c.tasks.receiver(dict(original))  # misaddressed: for b, given to c
-        await b.tasks.receiver({"v": 1, "nonsense": True})
-        assert len(b.tasks.provider.inbox()) == 1 and c.tasks.provider.inbox() == []
+        await b.tasks.inbound(tampered)
+        await c.tasks.inbound(dict(original))  # misaddressed: for b, given to c
+        await b.tasks.inbound({"v": 1, "nonsense": True})
+        assert len(b.tasks.inbox()) == 1 and c.tasks.inbox() == []
     reasons = " ".join(record.getMessage() for record in caplog.records)
     for word in ("replayed", "tampered", "misaddressed", "malformed"):
         assert word in reasons
@@ -290,14 +290,14 @@ async def test_out_of_order_and_duplicate_updates(tmp_path: Path, hub: FakeHub) 
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
         seq2, seq3, seq4 = await _held_updates(a, b, task["id"], hub)
         subscription = a.tasks.subscribe(b.aid, task["id"])
-        await a.tasks.receiver(seq3)  # ahead of a gap: held
+        await a.tasks.inbound(seq3)  # ahead of a gap: held
         assert a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1
-        await a.tasks.receiver(seq2)  # fills the gap: 2 and 3 applied
+        await a.tasks.inbound(seq2)  # fills the gap: 2 and 3 applied
         current = a.tasks.get(None, task["id"])
         assert current["metadata"]["anet.state_seq"] == 3
         assert current["artifacts"][0]["parts"] == [{"text": "part 1"}]
-        await a.tasks.receiver(seq4)
-        await a.tasks.receiver(seq4)  # replayed: refused, nothing changes
+        await a.tasks.inbound(seq4)
+        await a.tasks.inbound(seq4)  # replayed: refused, nothing changes
         assert state(a, task["id"]) == COMPLETED
         events = [event async for event in subscription]
         assert [next(iter(event)) for event in events] == [
@@ -310,9 +310,9 @@ async def test_terminal_update_after_a_gap_is_applied(tmp_path: Path, hub: FakeH
         task = await a.tasks.send(b.aid, text("stream"))
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
         seq2, seq3, seq4 = await _held_updates(a, b, task["id"], hub)
-        await a.tasks.receiver(seq4)
-        await a.tasks.receiver(seq2)
-        await a.tasks.receiver(seq3)
+        await a.tasks.inbound(seq4)
+        await a.tasks.inbound(seq2)
+        await a.tasks.inbound(seq3)
         done = a.tasks.get(None, task["id"])
         assert done["status"]["state"] == COMPLETED and done["metadata"]["anet.state_seq"] == 4
         assert done["metadata"]["anet.receipt_verified"] is True
@@ -331,8 +331,8 @@ async def test_subscribe_fan_out(tmp_path: Path, hub: FakeHub) -> None:
         first, second = asyncio.create_task(collect()), asyncio.create_task(collect())
         quitter = a.tasks.subscribe(b.aid, task["id"])
         quitter.close()
-        await eventually(lambda: b.tasks.provider.inbox())
-        await b.tasks.provider.reply(task["id"], "done")
+        await eventually(lambda: b.tasks.inbox())
+        await b.tasks.reply(task["id"], "done")
         one, two = await asyncio.wait_for(asyncio.gather(first, second), 5)
         assert one == two
         assert "task" in one[0]
@@ -404,13 +404,13 @@ async def test_module_serves_through_the_responder(tmp_path: Path, hub: FakeHub)
                                                                      {"text": "jour"}]}]
         assert done["status"]["message"]["parts"] == [{"text": "done in french"}]
         assert done["metadata"]["anet.receipt_verified"] is True
-        assert b.tasks.provider.inbox() == []
+        assert b.tasks.inbox() == []
 
         slow = await a.tasks.send(b.aid, text("ponder", "m-3"), skill="slow")
         await eventually(lambda: a.tasks.get(None, slow["id"])["metadata"]["anet.state_seq"] >= 2)
         await a.tasks.cancel(b.aid, slow["id"])
         await asyncio.wait_for(module.cancelled.wait(), 5)
-        await eventually(lambda: b.tasks.provider.received(slow["id"])["status"]["state"]
+        await eventually(lambda: b.tasks.received(slow["id"])["status"]["state"]
                          == "TASK_STATE_CANCELED")
 
 
@@ -430,8 +430,8 @@ async def test_module_can_leave_a_task_to_the_operator(tmp_path: Path, hub: Fake
             running_node(tmp_path / "b", hub, plugins=plugins) as b:
         b.tasks.trust(a.aid)
         task = await a.tasks.send(b.aid, text("hello"))
-        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: b.tasks.inbox())
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get("anet.reason")
                          == "queued_for_operator")
-        await b.tasks.provider.reply(task["id"], "from the operator")
+        await b.tasks.reply(task["id"], "from the operator")
         await eventually(lambda: state(a, task["id"]) == COMPLETED)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from anet_core import hookimpl
-from anet_core.builtins.lifecycle import initialise
+from anet_core.datadir import initialise
 from anet_core.link import JoinState
 from anet_core.plugins import make_plugins
 from anet_core.records import TaskClaim

@@ -72,7 +72,7 @@ async def test_a_strangers_task_is_accepted_only_when_a_module_claims_it(tmp_pat
         refused = await a.tasks.send(b.aid, text("and this?", "m-2"))
         await eventually(lambda: state(a, refused["id"]) == "TASK_STATE_REJECTED")
         assert a.tasks.get(None, refused["id"])["metadata"]["anet.reason"] == "not_trusted"
-        assert b.tasks.provider.inbox() == []
+        assert b.tasks.inbox() == []
 
         b.tasks.set_policy("closed")  # closed: not even offered to the modules
         offered = len(desk.offered)
@@ -142,15 +142,15 @@ async def test_a_follow_up_after_a_restart_is_offered_to_the_modules(
             await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
         async with running_node(tmp_path / "b", hub, plugins=plugins) as b:
             # the input-required task is not an orphan: it stays out of the inbox
-            assert b.tasks.provider.inbox() == []
+            assert b.tasks.inbox() == []
             await a.tasks.send(b.aid, text("blue", "m-2", taskId=task["id"]))
             if claimed:
                 await eventually(lambda: state(a, task["id"]) == COMPLETED)
                 done = a.tasks.get(None, task["id"])
                 assert done["status"]["message"]["parts"] == [{"text": "resumed with blue"}]
-                assert b.tasks.provider.inbox() == []
+                assert b.tasks.inbox() == []
             else:
-                inbox = await eventually(lambda: b.tasks.provider.inbox())
+                inbox = await eventually(lambda: b.tasks.inbox())
                 assert [m["parts"][0]["text"] for m in inbox[0]["history"]] == [
                     "paint it", "which colour?", "blue"]
                 await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get(
@@ -183,7 +183,7 @@ async def test_a_module_that_returns_while_asking_leaves_the_answer_to_the_opera
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
         await asyncio.sleep(0.05)  # serve() has returned
         await a.tasks.send(b.aid, text("answer", "m-2", taskId=task["id"]))
-        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: b.tasks.inbox())
         assert module.offered == 1
 
 
@@ -194,7 +194,7 @@ async def test_keep_alives_hold_a_waiting_task_without_changing_it(
             running_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
         tasks = [await a.tasks.send(b.aid, text(f"wait {n}", f"m-{n}")) for n in range(3)]
-        await eventually(lambda: len(b.tasks.provider.inbox()) == 3)
+        await eventually(lambda: len(b.tasks.inbox()) == 3)
         await eventually(lambda: all(a.tasks.get(None, t["id"])["metadata"]["anet.state_seq"] == 1
                                      for t in tasks))
         to_a = len([e for e in hub.seen if e["to"] == a.aid])
@@ -212,7 +212,7 @@ async def test_keep_alives_hold_a_waiting_task_without_changing_it(
         with pytest.raises(TimeoutError):  # no event: a keep-alive is not a change
             await asyncio.wait_for(anext(events), 0.05)
 
-        await b.tasks.provider.reply(tasks[0]["id"], "done")
+        await b.tasks.reply(tasks[0]["id"], "done")
         await eventually(lambda: state(a, tasks[0]["id"]) == COMPLETED)
         monkeypatch.setattr(b.hub, "send", _dropped)  # b goes silent: a fails the others
         await eventually(lambda: state(a, tasks[1]["id"]) == "TASK_STATE_FAILED", timeout=5)
@@ -229,7 +229,7 @@ async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Pat
             running_node(tmp_path / "c", hub) as c:
         b.tasks.trust(a.aid)
         task = await a.tasks.send(b.aid, text("wait", "m-1"))
-        await eventually(lambda: b.tasks.provider.inbox())
+        await eventually(lambda: b.tasks.inbox())
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
         stored = a.store.get_task(task["id"])
         with a.store.transaction():
@@ -249,7 +249,7 @@ async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Pat
         await eventually(lambda: a.store.get_task(task["id"]).last_heard_at > before)
         assert a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1
         # a terminal task is not named
-        await b.tasks.provider.reply(task["id"], "done")
+        await b.tasks.reply(task["id"], "done")
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         assert await b.tasks.provider.send_alive() == 0
         assert TaskState(state(a, task["id"])) is TaskState.TASK_STATE_COMPLETED
