@@ -1,21 +1,20 @@
-"""Fixtures shared by every test: data directories, the real CLI, nodes in this process."""
+"""Fixtures shared by every test: data directories, the real CLI, an HTTP client session.
+
+Helpers that tests import are in ``tests/support`` (nothing imports a conftest)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
+import aiohttp
 import pytest
 
-from anet_core.datadir import initialise
-from anet_core.node import Node
-from anet_core.plugins import Plugins, make_plugins
-from anet_core.settings import Settings
+from anet_core.daemon import running_pid
+from anet_core.settings import DataPaths
+from tests.support.processes import ANET
 
 CLI_TIMEOUT_S = 60
 
@@ -31,13 +30,9 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def stop_daemon(path: Path) -> None:
     """Stop a daemon left running in ``path`` by a failed test; never leave a process behind."""
-    from anet_core.daemon import running_pid
-    from anet_core.settings import DataPaths
-
     if running_pid(DataPaths(path)) is not None:
-        subprocess.run([sys.executable, "-m", "anet_core.cli.main", "stop"],
-                       env={**os.environ, "ANET_DATA_DIR": str(path)}, timeout=CLI_TIMEOUT_S,
-                       capture_output=True)
+        subprocess.run([*ANET, "stop"], env={**os.environ, "ANET_DATA_DIR": str(path)},
+                       timeout=CLI_TIMEOUT_S, capture_output=True)
 
 
 CliRunner = Callable[..., subprocess.CompletedProcess[str]]
@@ -50,8 +45,7 @@ def anet(data_dir: Path) -> CliRunner:
     def run(*args: str, env: dict[str, str] | None = None, check: bool = False,
             stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [sys.executable, "-m", "anet_core.cli.main", *args],
-            env={**os.environ, "ANET_DATA_DIR": str(data_dir), **(env or {})},
+            [*ANET, *args], env={**os.environ, "ANET_DATA_DIR": str(data_dir), **(env or {})},
             capture_output=True, text=True, timeout=CLI_TIMEOUT_S, input=stdin)
         if check and result.returncode != 0:
             raise AssertionError(f"anet {' '.join(args)} exited {result.returncode}:\n"
@@ -61,22 +55,7 @@ def anet(data_dir: Path) -> CliRunner:
     return run
 
 
-@asynccontextmanager
-async def running_node(data_dir: Path, plugins: Plugins | None = None) -> AsyncIterator[Node]:
-    """A node running in this event loop, ready when the block starts, stopped when it ends."""
-    settings = Settings(data_dir=data_dir)
-    initialise(settings.paths)
-    plugins = plugins or make_plugins(load_entry_points=False)
-    async with Node.open(settings, plugins=plugins) as node:
-        task = asyncio.create_task(node.run())
-        try:
-            async with asyncio.timeout(30):
-                while "control" not in node.listeners:
-                    if task.done():
-                        task.result()
-                    await asyncio.sleep(0.01)
-            yield node
-        finally:
-            node.stopping.set()
-            async with asyncio.timeout(30):
-                await task
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session

@@ -1,150 +1,19 @@
-"""Two real nodes (identities, stores, task layers) joined by the task tests' in-process relay:
-node ``a`` serves the local A2A endpoint; node ``b`` answers through a module that claims its
-tasks (``anet_take_task``) and behaves like the TCK's scenario agent."""
+"""The local A2A endpoint between two real nodes (``tests.a2a.local``); skipped without the a2a
+module."""
 
 from __future__ import annotations
 
-import asyncio
-import base64
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
-
-from anet_core import hookimpl
-from anet_core.node import Node
-from anet_core.plugins import make_plugins
-from anet_core.records import InboundTask, TaskClaim
-from tests.tasks.conftest import FakeHub, running_node
 
 pytest.importorskip("anet_a2a")
 
-from anet_a2a.server import local_a2a
-from anet_a2a.state import StateDir
-
-FILE_BYTES = b"file content"
-
-
-class ScenarioAgent:
-    """The remote agent: the first word of the message picks the behaviour. ``seen`` keeps every
-    task it was offered (its message and request metadata as they arrived)."""
-
-    def __init__(self) -> None:
-        self.seen: list[InboundTask] = []
-
-    @hookimpl
-    def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim | None:
-        self.seen.append(task)
-        if task.message["parts"][0].get("text", "").startswith("inbox"):
-            return None  # nobody serves it: it waits in the operator's inbox
-
-        async def serve(task: InboundTask, responder: Any) -> None:
-            text = task.message["parts"][0].get("text", "")
-            if text.startswith("message"):
-                await responder.reply_message({"parts": [{"text": "a message, no task"}],
-                                               "metadata": {"kept": True}})
-            elif text.startswith("file"):
-                await responder.working()
-                await asyncio.sleep(0.3)  # lets the test's stream attach first
-                await responder.artifact({"artifactId": "f1", "parts": [{
-                    "raw": base64.b64encode(FILE_BYTES).decode(), "mediaType": "text/plain",
-                    "filename": "notes.txt"}]})
-                await responder.complete()
-            elif text.startswith("ask"):
-                await responder.input_required("need more")
-                answer = await responder.next_message()
-                await responder.complete(artifacts=[f"got: {answer['parts'][0]['text']}"])
-            elif text.startswith("slow"):
-                await responder.working()
-                await responder.cancelled.wait()
-            elif text.startswith("reject"):
-                await responder.reject("not today")
-            else:
-                await responder.working()
-                if text.startswith("preview"):
-                    await asyncio.sleep(0.3)  # lets the test's stream attach first
-                await responder.artifact({"artifactId": "preview-1", "parts": [{"text": "ec"}],
-                                          "extensions": ["urn:anet:a2a:preview/v1"]})
-                await responder.complete(artifacts=[f"echo: {text}"])
-
-        return TaskClaim(module="scenario", serve=serve)
-
-
-@dataclass
-class Local:
-    """Node ``a`` with its endpoint, and node ``b``'s AID."""
-
-    node: Node
-    remote: Node
-    state: StateDir
-    agent: ScenarioAgent
-
-    @property
-    def address(self) -> str:
-        return self.state.address_file.read_text().strip()
-
-    @property
-    def token(self) -> str:
-        return self.state.token_file.read_text().strip()
-
-    @property
-    def base(self) -> str:
-        return f"http://{self.address}"
-
-    def agent_url(self, aid: str | None = None) -> str:
-        return f"{self.base}/a2a/v1/agents/{aid or self.remote.aid}"
-
-    def headers(self, **extra: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}", **extra}
-
-
-@asynccontextmanager
-async def two_nodes(tmp_path: Path) -> AsyncIterator[Local]:
-    hub = FakeHub()
-    remote_plugins = make_plugins(load_entry_points=False)
-    agent = ScenarioAgent()
-    remote_plugins.pm.register(agent, name="scenario")
-    async with running_node(tmp_path / "a", hub) as a, \
-            running_node(tmp_path / "b", hub, plugins=remote_plugins) as b:
-        b.tasks.trust(a.aid)
-        async with local_a2a(a):
-            yield Local(node=a, remote=b, state=StateDir.of(a.paths), agent=agent)
+from tests.a2a.local import Local, two_nodes
 
 
 @pytest.fixture
 async def local(tmp_path: Path) -> AsyncIterator[Local]:
     async with two_nodes(tmp_path) as nodes:
         yield nodes
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def rpc(http: aiohttp.ClientSession, local: Local, method: str, params: Any,
-              **headers: str) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    async with http.post(f"{local.agent_url()}/jsonrpc", json=body,
-                         headers=local.headers(**headers)) as response:
-        assert response.status == 200
-        result: dict[str, Any] = await response.json()
-        return result
-
-
-def message(text: str, message_id: str = "m-1", **ids: str) -> dict[str, Any]:
-    return {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}], **ids}
-
-
-async def eventually(predicate: Any, timeout: float = 5.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (value := predicate()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {predicate}")
-        await asyncio.sleep(0.01)
-    return value

@@ -21,7 +21,7 @@ from anet_core import hookimpl
 from anet_core.link import SearchQuery, directory_listing
 from anet_core.records import CardExtension
 from anet_core.settings import Settings
-from tests.a2a.conftest import Local, two_nodes
+from tests.a2a.local import Local, two_nodes
 
 
 def unb64u(text: str) -> bytes:

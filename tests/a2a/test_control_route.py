@@ -19,14 +19,15 @@ from anet_core.control.server import control_plane
 from anet_core.errors import AnetError
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
-from tests.tasks.conftest import FakeHub, running_node
+from tests.support.fakes import FakeHub
+from tests.support.nodes import open_node
 
 
 @asynccontextmanager
 async def node_with_a2a_routes(tmp_path: Path) -> AsyncIterator[Node]:
     plugins = make_plugins(load_entry_points=False)
     plugins.pm.register(anet_a2a.plugin, name="a2a")
-    async with running_node(tmp_path / "a", FakeHub(), plugins=plugins) as node:
+    async with open_node(tmp_path / "a", FakeHub(), plugins=plugins) as node:
         yield node
 
 

@@ -9,10 +9,11 @@ import json
 import aiohttp
 import pytest
 
-from tests.a2a.conftest import Local, message, rpc
+from tests.a2a.local import Local, rpc, two_nodes
+from tests.support.messages import user_message
 
 SEND = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage",
-        "params": {"message": message("hello")}}
+        "params": {"message": user_message("hello")}}
 
 
 def port(local: Local) -> str:
@@ -115,7 +116,6 @@ async def test_chunked_body_over_the_limit_is_413(local, http, monkeypatch) -> N
 
 async def test_slow_body_gets_408(tmp_path, http, monkeypatch) -> None:
     from anet_a2a import server
-    from tests.a2a.conftest import two_nodes
 
     monkeypatch.setattr(server, "BODY_TIMEOUT_S", 0.3)
     monkeypatch.setattr(server.build_app, "__kwdefaults__", {"body_timeout": 0.3})
@@ -132,7 +132,7 @@ async def test_slow_body_gets_408(tmp_path, http, monkeypatch) -> None:
 
 async def test_not_registered_refused_and_no_task(local, http) -> None:
     local.node.hub.registered = False
-    reply = await rpc(http, local, "SendMessage", {"message": message("hi", "m-unreg")})
+    reply = await rpc(http, local, "SendMessage", {"message": user_message("hi", "m-unreg")})
     assert reply["error"]["code"] == -32004
     assert "not joined" in reply["error"]["message"]
     assert local.node.tasks.list(None)["totalSize"] == 0
@@ -171,19 +171,20 @@ async def test_own_aid_is_no_such_agent(local, http) -> None:
 
 
 async def test_repeat_is_one_task(local, http) -> None:
-    params = {"message": message("hello", "m-rep", contextId="ctx-1")}
+    params = {"message": user_message("hello", "m-rep", contextId="ctx-1")}
     first = await rpc(http, local, "SendMessage", params)
     again = await rpc(http, local, "SendMessage", params)
     assert first["result"]["task"]["id"] == again["result"]["task"]["id"]
-    other = await rpc(http, local, "SendMessage", {"message": message("hello", "m-rep")})
+    other = await rpc(http, local, "SendMessage", {"message": user_message("hello", "m-rep")})
     assert other["result"]["task"]["id"] != first["result"]["task"]["id"]
     assert local.node.tasks.list(None)["totalSize"] == 2
 
 
 async def test_terminal_task_is_immutable(local, http) -> None:
-    done = (await rpc(http, local, "SendMessage", {"message": message("hi")}))["result"]["task"]
+    sent = await rpc(http, local, "SendMessage", {"message": user_message("hi")})
+    done = sent["result"]["task"]
     again = await rpc(http, local, "SendMessage",
-                      {"message": message("more", "m-2", taskId=done["id"])})
+                      {"message": user_message("more", "m-2", taskId=done["id"])})
     assert again["error"]["code"] == -32004
     sub = await rpc(http, local, "SubscribeToTask", {"id": done["id"]})
     assert sub["error"]["code"] == -32004
@@ -192,7 +193,7 @@ async def test_terminal_task_is_immutable(local, http) -> None:
 
 
 async def test_list_snake_case_history_and_artifacts(local, http) -> None:
-    await rpc(http, local, "SendMessage", {"message": message("hi")})
+    await rpc(http, local, "SendMessage", {"message": user_message("hi")})
     page = (await rpc(http, local, "ListTasks", {"page_size": 1, "history_length": 0}))["result"]
     assert set(page) == {"tasks", "nextPageToken", "pageSize", "totalSize"}
     assert "artifacts" not in page["tasks"][0] and "history" not in page["tasks"][0]
@@ -203,7 +204,7 @@ async def test_list_snake_case_history_and_artifacts(local, http) -> None:
 async def test_preview_only_when_requested(local, http) -> None:
     async def stream(**headers: str) -> list[dict]:
         body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-                "params": {"message": message("preview", headers.pop("mid"))}}
+                "params": {"message": user_message("preview", headers.pop("mid"))}}
         async with http.post(f"{local.agent_url()}/jsonrpc", json=body,
                              headers=local.headers(**headers)) as r:
             assert r.headers["Content-Type"].startswith("text/event-stream")

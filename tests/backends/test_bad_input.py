@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.backends.conftest import completed, fake_backend, inbound, make_harness
+from tests.backends.harness import completed, fake_backend, inbound, make_harness
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -14,7 +14,7 @@ import pytest
 
 from anet_backends import peers
 from anet_core.records import BackendError, BackendStage, BackendTarget
-from tests.backends.conftest import inbound, make_harness, raw_listener
+from tests.backends.harness import inbound, make_harness, raw_listener
 
 pytestmark = pytest.mark.timeout(60)
 

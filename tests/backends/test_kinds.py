@@ -17,9 +17,9 @@ from anet_core.config import load_config
 from anet_core.doctor import CheckContext, all_checks, run_checks
 from anet_core.plugins import make_plugins
 from anet_core.settings import Settings
-from tests.backends.conftest import TOKEN, Recorder, inbound
-from tests.backends.sdk_backend import sdk_backend
-from tests.conftest import running_node
+from tests.backends.harness import Recorder, inbound
+from tests.support.nodes import running_node
+from tests.support.sdk_backend import TOKEN, sdk_backend
 
 DISTRIBUTION = Path(__file__).parent / "kind_command"
 pytestmark = pytest.mark.timeout(60)

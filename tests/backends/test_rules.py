@@ -17,7 +17,7 @@ from anet_backends.config import Backend, BackendsConfig, Retry
 from anet_backends.service import Backends, check_policy, installed_kinds
 from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, hookimpl
 from anet_core.plugins import make_plugins
-from tests.backends.conftest import completed, fake_backend, inbound, make_harness
+from tests.backends.harness import completed, fake_backend, inbound, make_harness
 
 pytestmark = pytest.mark.timeout(30)
 

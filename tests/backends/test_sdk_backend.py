@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.backends.conftest import TOKEN, Recorder, inbound, make_harness, user_message
-from tests.backends.sdk_backend import sdk_backend
+from tests.backends.harness import Recorder, inbound, make_harness
+from tests.support.messages import user_message
+from tests.support.sdk_backend import TOKEN, sdk_backend
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,7 +65,8 @@ async def test_input_required_continues_the_same_backend_task(sock_dir: Path, to
     async with sdk_backend(path, streaming=streaming, token=TOKEN) as seen:
         harness = make_harness(f"unix://{path}", token_file=token_file)
         recorder = Recorder()
-        answer = user_message("blue", taskId="requester-task-id")
+        answer = user_message("blue", f"m-{uuid.uuid4().hex}", contextId="requester-ctx",
+                              taskId="requester-task-id")
         recorder.replies.put_nowait(answer)
         await harness.serve(inbound("ask me"), recorder)
     assert "input_required" in recorder.kinds()

@@ -15,14 +15,11 @@ from anet_core import hookimpl
 from anet_core.control.client import ControlClient
 from anet_core.control.guard import TokenFile
 from anet_core.control.server import build_app
-from anet_core.datadir import initialise
 from anet_core.errors import AnetError
 from anet_core.link import HubError
 from anet_core.node import Node
-from anet_core.plugins import make_plugins
 from anet_core.records import ControlRoutes
-from anet_core.settings import Settings
-from tests.conftest import running_node
+from tests.support.nodes import open_node, plugins_with, running_node
 
 
 @pytest.fixture
@@ -97,9 +94,7 @@ class Refuser:
 
 @pytest.fixture
 async def refusing(tmp_path: Path):
-    plugins = make_plugins(load_entry_points=False)
-    plugins.pm.register(Refuser(), name="greeter")
-    async with running_node(tmp_path / "node", plugins) as node:
+    async with running_node(tmp_path / "node", plugins_with(Refuser())) as node:
         yield ControlClient(node.paths, timeout=10)
 
 
@@ -162,12 +157,7 @@ async def test_the_task_directory_and_identity_routes_share_the_tasks_prefix(ref
 
 
 async def test_a_route_added_twice_is_refused_naming_the_module(tmp_path: Path) -> None:
-    plugins = make_plugins(load_entry_points=False)
-    plugins.pm.register(Refuser(), name="greeter")
-    plugins.pm.register(Refuser(), name="greeter-again")
-    settings = Settings(data_dir=tmp_path / "node")
-    initialise(settings.paths)
-    async with Node.open(settings, plugins=plugins) as node:
+    async with open_node(tmp_path / "node", plugins=plugins_with(Refuser(), Refuser())) as node:
         with pytest.raises(AnetError) as refused:
             build_app(node, 1, TokenFile(tmp_path / "token"))
     assert refused.value.reason == "routes-duplicate"

@@ -21,7 +21,6 @@ from anet_core.doctor import CheckContext, all_checks, run_checks
 from anet_core.errors import AnetError
 from anet_core.link import KeyState, PeerInfo, Verification
 from anet_core.link.card import module_skills
-from anet_core.plugins import make_plugins
 from anet_core.records import (
     BackendError,
     BackendKind,
@@ -45,7 +44,7 @@ from anet_core.settings import Settings
 from anet_core.tasks import InboundPolicy, TaskError
 from anet_core.tasks.responder import TaskResponder
 from anet_core.wire import AgentCapabilities
-from tests.conftest import running_node
+from tests.support.nodes import plugins_with, running_node
 
 HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("anet_"))
 DOCS = Path(__file__).parents[2] / "docs" / "plugins.md"
@@ -75,14 +74,6 @@ def test_every_hook_test_names_a_hook() -> None:
     sources = "\n".join(path.read_text() for path in Path(__file__).parents[1].rglob("test_*.py"))
     tested = set(re.findall(r"def test_hook_(\w+)\(", sources))
     assert tested - set(HOOK_NAMES) == set()
-
-
-def plugins_with(*extra: object):
-    plugins = make_plugins(load_entry_points=False)
-    for index, plugin in enumerate(extra):
-        plugins.pm.register(plugin, name=f"test-plugin-{index}")
-    plugins.pm.check_pending()
-    return plugins
 
 
 class GreeterConfig(BaseModel):

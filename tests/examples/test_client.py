@@ -23,7 +23,7 @@ from starlette.routing import Mount, Route
 from examples import text_agent
 from examples.agent_server import BearerTokenMiddleware, bind_loopback_port, serve_app
 from examples.text_agent.card import build_card
-from tests.examples.conftest import START_TIMEOUT_S, STOP_TIMEOUT_S
+from tests.examples.agents import START_TIMEOUT_S, STOP_TIMEOUT_S
 
 pytestmark = pytest.mark.timeout(60)
 

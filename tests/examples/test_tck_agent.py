@@ -19,13 +19,13 @@ from a2a.types import (
     TaskState,
 )
 
-from tests.examples.conftest import (
+from tests.examples.agents import (
     BINDINGS,
     CALL_TIMEOUT_S,
     RunningAgent,
     send,
-    user_message,
 )
+from tests.support.messages import sdk_user_message
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -76,7 +76,7 @@ def is_tck_data(part: Part) -> bool:
 async def test_state_scenarios(tck_agent_server: RunningAgent, binding: str, prefix: str,
                                state: TaskState, status_text: str) -> None:
     async with tck_agent_server.client(binding) as client:
-        task = final_task(await send(client, user_message("ping", scenario_id(prefix))))
+        task = final_task(await send(client, sdk_user_message("ping", scenario_id(prefix))))
     assert task.status.state == state
     assert get_message_text(task.status.message) == status_text
 
@@ -91,7 +91,7 @@ async def test_state_scenarios(tck_agent_server: RunningAgent, binding: str, pre
 async def test_artifact_scenarios(tck_agent_server: RunningAgent, binding: str, prefix: str,
                                   part_is: Callable[[Part], bool]) -> None:
     async with tck_agent_server.client(binding) as client:
-        task = final_task(await send(client, user_message("ping", scenario_id(prefix))))
+        task = final_task(await send(client, sdk_user_message("ping", scenario_id(prefix))))
     assert task.status.state == COMPLETED
     assert part_is(only_part(task))
 
@@ -101,7 +101,7 @@ async def test_artifact_scenarios(tck_agent_server: RunningAgent, binding: str, 
 async def test_message_response_is_a_message_not_a_task(
         tck_agent_server: RunningAgent, binding: str, streaming: bool) -> None:
     async with tck_agent_server.client(binding, streaming=streaming) as client:
-        events = await send(client, user_message("ping", scenario_id("tck-message-response")))
+        events = await send(client, sdk_user_message("ping", scenario_id("tck-message-response")))
     assert [e.WhichOneof("payload") for e in events] == ["message"]
     assert get_message_text(events[0].message) == "Direct message response"
 
@@ -132,7 +132,7 @@ async def test_streams_working_artifact_completed(tck_agent_server: RunningAgent
                                                   prefix: str,
                                                   part_is: Callable[[Part], bool]) -> None:
     async with tck_agent_server.client(binding, streaming=True) as client:
-        events = await send(client, user_message("ping", scenario_id(prefix)))
+        events = await send(client, sdk_user_message("ping", scenario_id(prefix)))
     assert stream_shape(events) == WORKING_ARTIFACT_COMPLETED
     (part,) = events[2].artifact_update.artifact.parts
     assert part_is(part)
@@ -141,7 +141,7 @@ async def test_streams_working_artifact_completed(tck_agent_server: RunningAgent
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_stream_002_completes_at_once(tck_agent_server: RunningAgent, binding: str) -> None:
     async with tck_agent_server.client(binding, streaming=True) as client:
-        events = await send(client, user_message("ping", scenario_id("tck-stream-002")))
+        events = await send(client, sdk_user_message("ping", scenario_id("tck-stream-002")))
     assert stream_shape(events) == ["task", "status:COMPLETED"]
 
 
@@ -149,7 +149,7 @@ async def test_stream_002_completes_at_once(tck_agent_server: RunningAgent, bind
 async def test_chunked_artifact_appends_to_one_artifact(tck_agent_server: RunningAgent,
                                                         binding: str) -> None:
     async with tck_agent_server.client(binding, streaming=True) as client:
-        events = await send(client, user_message(
+        events = await send(client, sdk_user_message(
             "ping", scenario_id("tck-stream-artifact-chunked")))
         assert stream_shape(events) == ["task", "status:WORKING", "artifact_update",
                                         "artifact_update", "status:COMPLETED"]
@@ -171,7 +171,7 @@ async def test_resubscribe_task_works_then_completes(tck_agent_server: RunningAg
                                                      binding: str) -> None:
     message_id = scenario_id("test-resubscribe-message-id")
     async with tck_agent_server.client(binding) as client:
-        started = final_task(await send(client, user_message("ping", message_id),
+        started = final_task(await send(client, sdk_user_message("ping", message_id),
                                         return_immediately=True))
     assert started.status.state in (TaskState.TASK_STATE_SUBMITTED, WORKING)
     async with tck_agent_server.client(binding, streaming=True) as client:
@@ -184,7 +184,7 @@ async def test_resubscribe_task_works_then_completes(tck_agent_server: RunningAg
 
 async def test_input_required_task_can_be_canceled(tck_agent_server: RunningAgent) -> None:
     async with tck_agent_server.client() as client:
-        waiting = final_task(await send(client, user_message(
+        waiting = final_task(await send(client, sdk_user_message(
             "ping", scenario_id("tck-input-required"))))
         canceled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
     assert canceled.status.state == TaskState.TASK_STATE_CANCELED
@@ -192,7 +192,7 @@ async def test_input_required_task_can_be_canceled(tck_agent_server: RunningAgen
 
 async def test_running_task_can_be_canceled(tck_agent_server: RunningAgent) -> None:
     async with tck_agent_server.client() as client:
-        running = final_task(await send(client, user_message(
+        running = final_task(await send(client, sdk_user_message(
             "ping", scenario_id("test-resubscribe-message-id")), return_immediately=True))
         canceled = await client.cancel_task(CancelTaskRequest(id=running.id))
     assert canceled.status.state == TaskState.TASK_STATE_CANCELED
@@ -201,9 +201,9 @@ async def test_running_task_can_be_canceled(tck_agent_server: RunningAgent) -> N
 async def test_follow_up_on_input_required_task_runs_its_own_scenario(
         tck_agent_server: RunningAgent) -> None:
     async with tck_agent_server.client() as client:
-        waiting = final_task(await send(client, user_message(
+        waiting = final_task(await send(client, sdk_user_message(
             "ping", scenario_id("tck-input-required"))))
-        done = final_task(await send(client, user_message(
+        done = final_task(await send(client, sdk_user_message(
             "more", scenario_id("tck-complete-task"), task_id=waiting.id)))
     assert done.id == waiting.id and done.status.state == COMPLETED
     said = [get_message_text(m) for m in done.history if m.role == Role.ROLE_USER]
@@ -224,13 +224,13 @@ async def test_follow_ups_that_name_only_the_task_keep_its_context(
         tck_agent_server: RunningAgent) -> None:
     # The kit's history checks: several turns on one task, none of them with a contextId.
     async with tck_agent_server.client() as client:
-        first = final_task(await send(client, user_message(
+        first = final_task(await send(client, sdk_user_message(
             "start", scenario_id("tck-input-required"))))
         for text in ("one", "two"):
-            again = final_task(await send(client, user_message(
+            again = final_task(await send(client, sdk_user_message(
                 text, scenario_id("tck-input-required"), task_id=first.id)))
             assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        done = final_task(await send(client, user_message(
+        done = final_task(await send(client, sdk_user_message(
             "end", scenario_id("tck-complete-task"), task_id=first.id)))
     assert done.status.state == COMPLETED
     assert done.context_id == first.context_id

@@ -17,7 +17,8 @@ from a2a.types import CancelTaskRequest, GetTaskRequest, Role, StreamResponse, T
 from a2a.utils.errors import TaskNotCancelableError
 
 from examples.agent_server import UNIX_SOCKET_BASE_URL
-from tests.examples.conftest import BINDINGS, RunningAgent, send, user_message
+from tests.examples.agents import BINDINGS, RunningAgent, send
+from tests.support.messages import sdk_user_message
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -85,7 +86,7 @@ async def test_the_sdk_client_gets_401_with_a_wrong_token(
             await A2ACardResolver(http, UNIX_SOCKET_BASE_URL).get_agent_card()
         client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
         with pytest.raises(A2AClientError, match="401"):
-            await send(client, user_message("hello"))
+            await send(client, sdk_user_message("hello"))
 
 
 async def test_a2a_version_is_required_as_the_sdk_does(text_agent_server: RunningAgent) -> None:
@@ -98,7 +99,7 @@ async def test_a2a_version_is_required_as_the_sdk_does(text_agent_server: Runnin
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_stats_by_metadata(text_agent_server: RunningAgent, binding: str) -> None:
     async with text_agent_server.client(binding) as client:
-        events = await send(client, user_message(ARTICLE, metadata={"skill": "stats"}))
+        events = await send(client, sdk_user_message(ARTICLE, metadata={"skill": "stats"}))
     reply, numbers = reply_and_numbers(only_task(events))
     assert numbers["words"] == 50
     assert numbers["sentences"] == 6
@@ -114,7 +115,7 @@ async def test_stats_by_metadata(text_agent_server: RunningAgent, binding: str) 
 
 async def test_plain_text_gets_the_default_skill_stats(text_agent_server: RunningAgent) -> None:
     async with text_agent_server.client() as client:
-        events = await send(client, user_message("Count these four words."))
+        events = await send(client, sdk_user_message("Count these four words."))
     _, numbers = reply_and_numbers(only_task(events))
     assert numbers["words"] == 4
 
@@ -122,7 +123,7 @@ async def test_plain_text_gets_the_default_skill_stats(text_agent_server: Runnin
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_summarize_by_command_word(text_agent_server: RunningAgent, binding: str) -> None:
     async with text_agent_server.client(binding) as client:
-        events = await send(client, user_message("summarize 2: " + ARTICLE))
+        events = await send(client, sdk_user_message("summarize 2: " + ARTICLE))
     reply, numbers = reply_and_numbers(only_task(events))
     assert reply == ("Hubs relay sealed envelopes between nodes. Envelopes between nodes are "
                      "sealed, and the hub relays envelopes it cannot read.")
@@ -142,9 +143,9 @@ async def test_summarize_by_command_word(text_agent_server: RunningAgent, bindin
 async def test_transform_modes(text_agent_server: RunningAgent, mode: str, text: str,
                                expected: str) -> None:
     async with text_agent_server.client() as client:
-        by_metadata = await send(client, user_message(
+        by_metadata = await send(client, sdk_user_message(
             text, metadata={"skill": "transform", "mode": mode}))
-        by_command = await send(client, user_message(f"transform {mode}: {text}"))
+        by_command = await send(client, sdk_user_message(f"transform {mode}: {text}"))
     for events in (by_metadata, by_command):
         reply, numbers = reply_and_numbers(only_task(events))
         assert reply == expected
@@ -154,7 +155,7 @@ async def test_transform_modes(text_agent_server: RunningAgent, mode: str, text:
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_streaming_order(text_agent_server: RunningAgent, binding: str) -> None:
     async with text_agent_server.client(binding, streaming=True) as client:
-        events = await send(client, user_message("summarize 1: " + ARTICLE))
+        events = await send(client, sdk_user_message("summarize 1: " + ARTICLE))
     kinds = [event.WhichOneof("payload") for event in events]
     assert kinds == ["task", "status_update", "artifact_update", "artifact_update",
                      "status_update"]
@@ -171,10 +172,10 @@ async def test_streaming_order(text_agent_server: RunningAgent, binding: str) ->
 async def test_empty_text_asks_for_input_then_continues_the_same_task(
         text_agent_server: RunningAgent, binding: str) -> None:
     async with text_agent_server.client(binding) as client:
-        first = only_task(await send(client, user_message("summarize 1")))
+        first = only_task(await send(client, sdk_user_message("summarize 1")))
         assert first.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert get_message_text(first.status.message) == "Send the text to summarise."
-        follow_up = user_message(ARTICLE, task_id=first.id, context_id=first.context_id)
+        follow_up = sdk_user_message(ARTICLE, task_id=first.id, context_id=first.context_id)
         second = only_task(await send(client, follow_up))
         assert second.id == first.id
         reply, numbers = reply_and_numbers(second)
@@ -189,27 +190,27 @@ async def test_empty_text_asks_for_input_then_continues_the_same_task(
 async def test_empty_message_with_metadata_keeps_the_transform_mode(
         text_agent_server: RunningAgent) -> None:
     async with text_agent_server.client() as client:
-        first = only_task(await send(client, user_message(
+        first = only_task(await send(client, sdk_user_message(
             " ", metadata={"skill": "transform", "mode": "upper"})))
         assert first.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        second = only_task(await send(client, user_message("quiet", task_id=first.id)))
+        second = only_task(await send(client, sdk_user_message("quiet", task_id=first.id)))
     assert reply_and_numbers(second)[0] == "QUIET"
 
 
 async def test_follow_ups_that_name_only_the_task_keep_its_context(
         text_agent_server: RunningAgent) -> None:
     async with text_agent_server.client() as client:
-        first = only_task(await send(client, user_message("transform slug")))
-        second = only_task(await send(client, user_message(" ", task_id=first.id)))
+        first = only_task(await send(client, sdk_user_message("transform slug")))
+        second = only_task(await send(client, sdk_user_message(" ", task_id=first.id)))
         assert second.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        third = only_task(await send(client, user_message("Still Here", task_id=first.id)))
+        third = only_task(await send(client, sdk_user_message("Still Here", task_id=first.id)))
     assert third.context_id == first.context_id
     assert reply_and_numbers(third)[0] == "still-here"
 
 
 async def test_cancel_a_task_waiting_for_input(text_agent_server: RunningAgent) -> None:
     async with text_agent_server.client() as client:
-        waiting = only_task(await send(client, user_message("stats")))
+        waiting = only_task(await send(client, sdk_user_message("stats")))
         assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         canceled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
         assert canceled.status.state == TaskState.TASK_STATE_CANCELED
@@ -228,6 +229,6 @@ async def test_cancel_a_task_waiting_for_input(text_agent_server: RunningAgent) 
 async def test_unusable_requests_are_rejected_with_the_reason(
         text_agent_server: RunningAgent, metadata: dict[str, object], reason: str) -> None:
     async with text_agent_server.client() as client:
-        task = only_task(await send(client, user_message("some text", metadata=metadata)))
+        task = only_task(await send(client, sdk_user_message("some text", metadata=metadata)))
     assert task.status.state == TaskState.TASK_STATE_REJECTED
     assert reason in get_message_text(task.status.message)

@@ -6,9 +6,7 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 
 import aiohttp
 import pytest
@@ -16,19 +14,15 @@ import pytest
 from anet_core.identity import Identity
 from anet_core.link import JoinState
 from anet_core.link.client import HubClient
+from tests.support.processes import ANET, free_port
+from tests.support.waiting import eventually
 
 COMMAND_TIMEOUT_S = 60
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def anet(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "anet_core.cli.main", *args], env=env, check=False,
-                          capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    return subprocess.run([*ANET, *args], env=env, check=False, capture_output=True, text=True,
+                          timeout=COMMAND_TIMEOUT_S)
 
 
 @pytest.fixture
@@ -49,11 +43,11 @@ async def _wait_healthy(url: str, process: asyncio.subprocess.Process) -> None:
             await asyncio.sleep(0.1)
 
 
-async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env, until):
+async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env):
     data, port = tmp_path / "hub", free_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "anet_core.cli.main", "hub", "serve", "--listen",
-        f"127.0.0.1:{port}", "--data", str(data), "--approval",
+        *ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data),
+        "--approval",
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     client = None
     try:
@@ -62,7 +56,7 @@ async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env, 
         client = HubClient(identity, url=f"ws://127.0.0.1:{port}",
                            pin_path=tmp_path / "alice" / "pin.json")
         await client.start()
-        await until(lambda: client.status.state is JoinState.PENDING)
+        await eventually(lambda: client.status.state is JoinState.PENDING)
 
         listed = await asyncio.to_thread(anet, "hub", "pending", "--data", str(data), "--json",
                                          env=env)
@@ -70,7 +64,7 @@ async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env, 
         approved = await asyncio.to_thread(anet, "hub", "approve", identity.aid, "--data",
                                            str(data), env=env)
         assert approved.returncode == 0, approved.stderr
-        await until(lambda: client.status.state is JoinState.REGISTERED)
+        await eventually(lambda: client.status.state is JoinState.REGISTERED)
         official = await asyncio.to_thread(anet, "hub", "official", "add", identity.aid,
                                            "--data", str(data), env=env)
         assert official.stdout.split() == [identity.aid]

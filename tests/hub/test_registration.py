@@ -9,6 +9,7 @@ from anet_core.identity import Identity
 from anet_core.link import JoinState
 from anet_core.util.canonical import b64u
 from anet_hub import admin
+from tests.support.waiting import eventually
 
 
 async def test_a_node_registers_and_says_so(hub, nodes):
@@ -61,7 +62,7 @@ async def test_a_frame_before_registration_is_refused(hub, raw):
     assert answer["reason"] == "not-registered"
 
 
-async def test_approval_flow_pending_then_registered(hub_factory, nodes, until):
+async def test_approval_flow_pending_then_registered(hub_factory, nodes):
     hub = await hub_factory(approval=True)
     client = await nodes.connect("alice", hub, wait=JoinState.PENDING)
     aid = nodes.identity("alice").aid
@@ -70,7 +71,7 @@ async def test_approval_flow_pending_then_registered(hub_factory, nodes, until):
     waiting = await asyncio.to_thread(admin.pending, hub.config.data_dir)
     assert [agent.aid for agent in waiting] == [aid]
     await asyncio.to_thread(admin.approve, hub.config.data_dir, aid)
-    await until(lambda: client.status.state is JoinState.REGISTERED)
+    await eventually(lambda: client.status.state is JoinState.REGISTERED)
     assert await asyncio.to_thread(admin.pending, hub.config.data_dir) == []
 
 
@@ -83,7 +84,7 @@ async def test_a_pending_node_cannot_relay(hub_factory, raw, nodes):
     assert refused["reason"] == "not-approved"
 
 
-async def test_the_hub_key_is_pinned_at_first_registration(hub_factory, nodes, until, caplog):
+async def test_the_hub_key_is_pinned_at_first_registration(hub_factory, nodes, caplog):
     hub = await hub_factory()
     client = await nodes.connect("alice", hub)
     await client.close()
@@ -95,7 +96,7 @@ async def test_the_hub_key_is_pinned_at_first_registration(hub_factory, nodes, u
     impostor.port = port
     await impostor.start()
     again = await nodes.connect("alice", impostor, wait=None)
-    await until(lambda: "hub-identity-changed" in caplog.text)
+    await eventually(lambda: "hub-identity-changed" in caplog.text)
     assert again.status.state is JoinState.UNREACHABLE
     assert "unreachable since" in again.status.sentence
     assert await impostor.state.storage.get_agent(nodes.identity("alice").aid) is None

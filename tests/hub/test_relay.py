@@ -11,6 +11,7 @@ import pytest
 from anet_core.identity import verify_history
 from anet_core.link import HubError
 from anet_core.protocol.envelope import open_envelope, seal
+from tests.support.waiting import eventually
 
 SECRET = "TOP-SECRET-PLAINTEXT-7f3a9c"
 
@@ -25,7 +26,7 @@ async def queued(hub, name_aid: str) -> list[str]:
     return [item.id for item in items]
 
 
-async def test_online_relay_and_ack(hub, nodes, inbox_factory, until):
+async def test_online_relay_and_ack(hub, nodes, inbox_factory):
     inbox = inbox_factory()
     await nodes.connect("bob", hub, receiver=inbox)
     alice = await nodes.connect("alice", hub)
@@ -37,7 +38,7 @@ async def test_online_relay_and_ack(hub, nodes, inbox_factory, until):
                            verify_history(nodes.identity("alice").history))
     assert opened.body == {"text": "hello bob"}
     bob_aid = nodes.identity("bob").aid
-    await until(lambda: not hub.state.relay.connections[bob_aid]._inflight)
+    await eventually(lambda: not hub.state.relay.connections[bob_aid]._inflight)
     assert await queued(hub, bob_aid) == []  # acknowledged, so forgotten
 
 
@@ -70,7 +71,7 @@ async def test_expired_envelopes_are_not_delivered(hub_factory, nodes, inbox_fac
 
 
 async def test_an_unacknowledged_envelope_is_redelivered_after_reconnect(
-        hub, nodes, inbox_factory, until):
+        hub, nodes, inbox_factory):
     failing = inbox_factory(fail=1_000)  # fails on every try this connection makes
     bob = await nodes.connect("bob", hub, receiver=failing)
     alice = await nodes.connect("alice", hub)
@@ -78,8 +79,8 @@ async def test_an_unacknowledged_envelope_is_redelivered_after_reconnect(
     await alice.send(first)
     await alice.send(second)
     bob_aid = nodes.identity("bob").aid
-    await until(lambda: hub.state.relay.connections[bob_aid]._inflight
-                == {first["id"], second["id"]})
+    await eventually(lambda: hub.state.relay.connections[bob_aid]._inflight
+                     == {first["id"], second["id"]})
     assert failing.envelopes == []
     assert await queued(hub, bob_aid) == [first["id"], second["id"]]  # kept: never acknowledged
     await bob.close()

@@ -11,14 +11,15 @@ import pytest
 from anet_core import hookimpl
 from anet_core.errors import AnetError
 from anet_core.evidence import verify
-from anet_core.plugins import make_plugins
 from anet_core.protocol.tasks import ArtifactChunk
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.store import TaskRole
 from anet_core.tasks import Responder, TaskError
 from anet_core.wire import TaskState
-
-from .conftest import FakeHub, eventually, running_node, text
+from tests.support.fakes import FakeHub
+from tests.support.messages import user_message
+from tests.support.nodes import open_node, plugins_with
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,9 +31,9 @@ def state(node, task_id: str) -> str:
 
 
 async def test_send_inbox_reply_receipt(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("hello"))
+        task = await a.tasks.send(b.aid, user_message("hello"))
         assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
         assert task["metadata"]["anet.state_seq"] == 0
         inbox = await eventually(lambda: b.tasks.inbox())
@@ -58,8 +59,8 @@ async def test_send_inbox_reply_receipt(tmp_path: Path, hub: FakeHub) -> None:
 
 async def test_stranger_rejected_and_new_node_closed_to_strangers(tmp_path: Path,
                                                                   hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
-        task = await a.tasks.send(b.aid, text("let me in"))
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        task = await a.tasks.send(b.aid, user_message("let me in"))
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_REJECTED")
         rejected = a.tasks.get(b.aid, task["id"])
         assert rejected["metadata"]["anet.reason"] == "not_trusted"
@@ -68,34 +69,34 @@ async def test_stranger_rejected_and_new_node_closed_to_strangers(tmp_path: Path
         assert b.tasks.inbox() == []
         b.tasks.set_policy("closed")
         b.tasks.trust(a.aid)
-        closed = await a.tasks.send(b.aid, text("and now?", "m-2"))
+        closed = await a.tasks.send(b.aid, user_message("and now?", "m-2"))
         await eventually(lambda: state(a, closed["id"]) == "TASK_STATE_REJECTED")
         assert a.tasks.get(None, closed["id"])["metadata"]["anet.reason"] == "rejected_by_policy"
 
 
 async def test_open_policy_accepts_strangers(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.set_policy("open")
-        await a.tasks.send(b.aid, text("anyone home?"))
+        await a.tasks.send(b.aid, user_message("anyone home?"))
         await eventually(lambda: b.tasks.inbox())
 
 
 async def test_unregistered_node_refuses_and_creates_no_task(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         a.hub.registered = False
         with pytest.raises(TaskError) as refused:
-            await a.tasks.send(b.aid, text("hello"))
+            await a.tasks.send(b.aid, user_message("hello"))
         assert refused.value.reason == "not-registered"
         assert "has not joined a hub" in refused.value.message
         assert a.tasks.list()["tasks"] == [] and a.store.outbox_next_attempt() is None
 
 
 async def test_bad_input(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a:
+    async with open_node(tmp_path / "a", hub) as a:
         for aid, reason in (("nope", "invalid-aid"), ("a" * 32, "unknown-agent"),
                                (a.aid, "unknown-agent")):
             with pytest.raises(AnetError) as error:  # AidError or TaskError
-                await a.tasks.send(aid, text("x"))
+                await a.tasks.send(aid, user_message("x"))
             assert error.value.reason == reason and aid[:10] in error.value.message
         with pytest.raises(TaskError, match="role"):
             await a.tasks.send("b" * 32, {"messageId": "x", "role": "ROLE_AGENT",
@@ -110,18 +111,18 @@ async def test_bad_input(tmp_path: Path, hub: FakeHub) -> None:
 
 
 async def test_idempotent_resend(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        first = await a.tasks.send(b.aid, text("once", contextId="ctx-1"))
-        again = await a.tasks.send(b.aid, text("once", contextId="ctx-1"))
+        first = await a.tasks.send(b.aid, user_message("once", contextId="ctx-1"))
+        again = await a.tasks.send(b.aid, user_message("once", contextId="ctx-1"))
         assert again["id"] == first["id"]
         # Without a contextId a message is never matched: a new task in a new context.
-        loose1 = await a.tasks.send(b.aid, text("loose"))
-        loose2 = await a.tasks.send(b.aid, text("loose"))
+        loose1 = await a.tasks.send(b.aid, user_message("loose"))
+        loose2 = await a.tasks.send(b.aid, user_message("loose"))
         assert loose1["id"] != loose2["id"] and loose1["contextId"] != loose2["contextId"]
         # Concurrent identical sends: one task, one envelope.
-        racing = await asyncio.gather(*[a.tasks.send(b.aid, text("race", "m-r", contextId="c"))
-                                        for _ in range(5)])
+        racing = await asyncio.gather(*[
+            a.tasks.send(b.aid, user_message("race", "m-r", contextId="c")) for _ in range(5)])
         assert len({task["id"] for task in racing}) == 1
         await eventually(lambda: len(b.tasks.inbox()) == 4)
         assert len([e for e in hub.seen if e["to"] == b.aid]) == 4
@@ -131,18 +132,18 @@ async def test_idempotent_resend(tmp_path: Path, hub: FakeHub) -> None:
 
 
 async def test_multi_turn(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("book a table"))
+        task = await a.tasks.send(b.aid, user_message("book a table"))
         await eventually(lambda: b.tasks.inbox())
         with pytest.raises(TaskError) as busy:
-            await a.tasks.send(b.aid, text("more", "m-2", taskId=task["id"]))
+            await a.tasks.send(b.aid, user_message("more", "m-2", taskId=task["id"]))
         assert busy.value.reason == "task-not-waiting"
         await b.tasks.reply(task["id"], "for how many?", input_required=True)
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
         question = a.tasks.get(b.aid, task["id"])["status"]["message"]
         assert question["parts"] == [{"text": "for how many?"}]
-        follow = await a.tasks.send(b.aid, text("four", "m-2", taskId=task["id"]))
+        follow = await a.tasks.send(b.aid, user_message("four", "m-2", taskId=task["id"]))
         assert follow["id"] == task["id"]
         await eventually(lambda: len(b.tasks.inbox()[0]["history"]) == 3)
         await b.tasks.reply(task["id"], "booked")
@@ -150,14 +151,14 @@ async def test_multi_turn(tmp_path: Path, hub: FakeHub) -> None:
         history = a.tasks.get(b.aid, task["id"])["history"]
         assert [m["parts"][0]["text"] for m in history] == ["book a table", "for how many?", "four"]
         with pytest.raises(TaskError) as closed:
-            await a.tasks.send(b.aid, text("again", "m-3", taskId=task["id"]))
+            await a.tasks.send(b.aid, user_message("again", "m-3", taskId=task["id"]))
         assert closed.value.reason == "task-terminal"
 
 
 async def test_cancel(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("long job"))
+        task = await a.tasks.send(b.aid, user_message("long job"))
         await eventually(lambda: b.tasks.inbox())
         canceled = await a.tasks.cancel(b.aid, task["id"])
         assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
@@ -172,10 +173,10 @@ async def test_cancel(tmp_path: Path, hub: FakeHub) -> None:
 
 async def test_cancel_before_the_hub_took_it_has_no_effect(tmp_path: Path, hub: FakeHub,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         await asyncio.sleep(0.05)  # the outbox loop has looked once and sleeps (up to 1 s)
         monkeypatch.setattr(a.tasks.outbox, "wake", lambda: None)
-        task = await a.tasks.send(b.aid, text("queued"))
+        task = await a.tasks.send(b.aid, user_message("queued"))
         canceled = await a.tasks.cancel(b.aid, task["id"])
         assert canceled["metadata"]["anet.effect_status"] == "none"
         assert a.store.outbox_next_attempt() is None  # nothing left to send
@@ -188,14 +189,14 @@ async def _send_while_hub_refuses_delivery(a, b):
     hub = a.hub.hub
     hub.up = True
     hub.refuse = "rate-limited"
-    task = await a.tasks.send(b.aid, text("queued"))
+    task = await a.tasks.send(b.aid, user_message("queued"))
     await eventually(lambda: a.store.outbox_due(float("inf")) and
                      a.store.outbox_due(float("inf"))[0].attempts >= 1)
     return task
 
 
 async def test_outbox_retries_without_duplicates(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
         task = await _send_while_hub_refuses_delivery(a, b)
         hub.refuse = None
@@ -206,9 +207,9 @@ async def test_outbox_retries_without_duplicates(tmp_path: Path, hub: FakeHub) -
 
 
 async def test_hub_refusal_fails_task(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         hub.refuse = "too-large"
-        task = await a.tasks.send(b.aid, text("big"))
+        task = await a.tasks.send(b.aid, user_message("big"))
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_FAILED")
         failed = a.tasks.get(None, task["id"])
         assert failed["metadata"]["anet.reason"] == "hub_refused"
@@ -216,10 +217,10 @@ async def test_hub_refusal_fails_task(tmp_path: Path, hub: FakeHub) -> None:
 
 
 async def test_no_response_after(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub, no_response_after="200ms") as a, \
-            running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub, no_response_after="200ms") as a, \
+            open_node(tmp_path / "b", hub) as b:
         hub.receivers.pop(b.aid)  # b is offline: the hub keeps the envelope
-        task = await a.tasks.send(b.aid, text("anyone?"))
+        task = await a.tasks.send(b.aid, user_message("anyone?"))
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_FAILED")
         failed = a.tasks.get(None, task["id"])
         assert failed["metadata"]["anet.reason"] == "no_response"
@@ -227,21 +228,21 @@ async def test_no_response_after(tmp_path: Path, hub: FakeHub) -> None:
 
 
 async def test_restart_loses_nothing(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub), running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub), open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(next(aid for aid in hub.identities if aid != b.aid))
         b_aid = b.aid
     hub.refuse = "unreachable"  # A stops with its message still in the outbox
-    async with running_node(tmp_path / "a", hub) as a:
-        task = await a.tasks.send(b_aid, text("survive"))
+    async with open_node(tmp_path / "a", hub) as a:
+        task = await a.tasks.send(b_aid, user_message("survive"))
     hub.refuse = None
-    async with running_node(tmp_path / "a", hub):  # sent after A's restart; B is offline
+    async with open_node(tmp_path / "a", hub):  # sent after A's restart; B is offline
         await eventually(lambda: hub.queues[b_aid])
-    async with running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "b", hub) as b:
         await eventually(lambda: b.tasks.inbox())
-    async with running_node(tmp_path / "b", hub) as b:  # still in the inbox after B's restart
+    async with open_node(tmp_path / "b", hub) as b:  # still in the inbox after B's restart
         assert b.tasks.inbox()[0]["id"] == task["id"]
         await b.tasks.reply(task["id"], "still here")  # B stops before it is sent
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub):
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub):
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         assert a.tasks.get(b_aid, task["id"])["metadata"]["anet.receipt_verified"] is True
         assert len([e for e in hub.seen if e["to"] == b_aid]) == 1
@@ -250,10 +251,10 @@ async def test_restart_loses_nothing(tmp_path: Path, hub: FakeHub) -> None:
 async def test_tampered_replayed_misaddressed_envelopes(tmp_path: Path, hub: FakeHub,
                                                         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="anet_core.tasks.inbound")
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b, \
-            running_node(tmp_path / "c", hub) as c:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b, \
+            open_node(tmp_path / "c", hub) as c:
         b.tasks.set_policy("open")
-        await a.tasks.send(b.aid, text("original"))
+        await a.tasks.send(b.aid, user_message("original"))
         await eventually(lambda: len(b.tasks.inbox()) == 1)
         original = next(e for e in hub.seen if e["to"] == b.aid)
         await b.tasks.inbound(dict(original))  # replayed
@@ -284,9 +285,9 @@ async def _held_updates(a, b, task_id: str, hub: FakeHub) -> list[dict]:
 
 
 async def test_out_of_order_and_duplicate_updates(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("stream"))
+        task = await a.tasks.send(b.aid, user_message("stream"))
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
         seq2, seq3, seq4 = await _held_updates(a, b, task["id"], hub)
         subscription = a.tasks.subscribe(b.aid, task["id"])
@@ -305,9 +306,9 @@ async def test_out_of_order_and_duplicate_updates(tmp_path: Path, hub: FakeHub) 
 
 
 async def test_terminal_update_after_a_gap_is_applied(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("stream"))
+        task = await a.tasks.send(b.aid, user_message("stream"))
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
         seq2, seq3, seq4 = await _held_updates(a, b, task["id"], hub)
         await a.tasks.inbound(seq4)
@@ -321,9 +322,9 @@ async def test_terminal_update_after_a_gap_is_applied(tmp_path: Path, hub: FakeH
 
 
 async def test_subscribe_fan_out(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("watch me"))
+        task = await a.tasks.send(b.aid, user_message("watch me"))
 
         async def collect() -> list[dict]:
             return [event async for event in a.tasks.subscribe(b.aid, task["id"])]
@@ -343,8 +344,8 @@ async def test_subscribe_fan_out(tmp_path: Path, hub: FakeHub) -> None:
 
 
 async def test_list_filters_and_pages(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b:
-        ids = [(await a.tasks.send(b.aid, text(f"t{i}", f"m{i}", contextId="ctx")))["id"]
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        ids = [(await a.tasks.send(b.aid, user_message(f"t{i}", f"m{i}", contextId="ctx")))["id"]
                for i in range(5)]
         page = a.tasks.list(b.aid, page_size=2)
         assert page["totalSize"] == 5 and len(page["tasks"]) == 2 and page["nextPageToken"]
@@ -390,14 +391,13 @@ class _Interviewer:
 
 async def test_module_serves_through_the_responder(tmp_path: Path, hub: FakeHub) -> None:
     module = _Interviewer()
-    plugins = make_plugins(load_entry_points=False)
-    plugins.pm.register(module, name="interviewer")
-    async with running_node(tmp_path / "a", hub) as a, \
-            running_node(tmp_path / "b", hub, plugins=plugins) as b:
+    plugins = plugins_with(module)
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("greet"))
+        task = await a.tasks.send(b.aid, user_message("greet"))
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
-        await a.tasks.send(b.aid, text("french", "m-2", taskId=task["id"]))
+        await a.tasks.send(b.aid, user_message("french", "m-2", taskId=task["id"]))
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         done = a.tasks.get(b.aid, task["id"])
         assert done["artifacts"] == [{"artifactId": "a1", "parts": [{"text": "bon"},
@@ -406,7 +406,7 @@ async def test_module_serves_through_the_responder(tmp_path: Path, hub: FakeHub)
         assert done["metadata"]["anet.receipt_verified"] is True
         assert b.tasks.inbox() == []
 
-        slow = await a.tasks.send(b.aid, text("ponder", "m-3"), skill="slow")
+        slow = await a.tasks.send(b.aid, user_message("ponder", "m-3"), skill="slow")
         await eventually(lambda: a.tasks.get(None, slow["id"])["metadata"]["anet.state_seq"] >= 2)
         await a.tasks.cancel(b.aid, slow["id"])
         await asyncio.wait_for(module.cancelled.wait(), 5)
@@ -424,12 +424,11 @@ async def test_module_can_leave_a_task_to_the_operator(tmp_path: Path, hub: Fake
 
             return TaskClaim(module="declines", serve=serve)
 
-    plugins = make_plugins(load_entry_points=False)
-    plugins.pm.register(Declines(), name="declines")
-    async with running_node(tmp_path / "a", hub) as a, \
-            running_node(tmp_path / "b", hub, plugins=plugins) as b:
+    plugins = plugins_with(Declines())
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("hello"))
+        task = await a.tasks.send(b.aid, user_message("hello"))
         await eventually(lambda: b.tasks.inbox())
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get("anet.reason")
                          == "queued_for_operator")

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from anet_core import hookimpl
-from anet_core.plugins import make_plugins
 from anet_core.records import InboundTask, PolicyVeto, TaskClaim
 from anet_core.tasks import InboundPolicy, Responder, TaskError, provider
 from anet_core.wire import TaskState
-
-from .conftest import FakeHub, eventually, running_node, text
+from tests.support.fakes import FakeHub
+from tests.support.messages import user_message
+from tests.support.nodes import open_node, plugins_with
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -50,43 +51,36 @@ class StrangerDesk:
         return None
 
 
-def plugins_with(*modules: object):
-    plugins = make_plugins(load_entry_points=False)
-    for index, module in enumerate(modules):
-        plugins.pm.register(module, name=f"module-{index}")
-    return plugins
-
-
 async def test_a_strangers_task_is_accepted_only_when_a_module_claims_it(tmp_path: Path,
                                                                          hub: FakeHub) -> None:
     desk = StrangerDesk()
-    async with running_node(tmp_path / "a", hub) as a, \
-            running_node(tmp_path / "b", hub, plugins=plugins_with(desk)) as b:
-        served = await a.tasks.send(b.aid, text("hi", "m-1"), skill="public")
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(desk)) as b:
+        served = await a.tasks.send(b.aid, user_message("hi", "m-1"), skill="public")
         await eventually(lambda: state(a, served["id"]) == COMPLETED)
         done = a.tasks.get(None, served["id"])
         assert done["status"]["message"]["parts"] == [{"text": "hello stranger (False)"}]
         assert done["metadata"]["anet.receipt_verified"] is True
         assert desk.offered[0].trusted is False and desk.offered[0].continued is False
 
-        refused = await a.tasks.send(b.aid, text("and this?", "m-2"))
+        refused = await a.tasks.send(b.aid, user_message("and this?", "m-2"))
         await eventually(lambda: state(a, refused["id"]) == "TASK_STATE_REJECTED")
         assert a.tasks.get(None, refused["id"])["metadata"]["anet.reason"] == "not_trusted"
         assert b.tasks.inbox() == []
 
         b.tasks.set_policy("closed")  # closed: not even offered to the modules
         offered = len(desk.offered)
-        closed = await a.tasks.send(b.aid, text("closed?", "m-3"), skill="public")
+        closed = await a.tasks.send(b.aid, user_message("closed?", "m-3"), skill="public")
         await eventually(lambda: state(a, closed["id"]) == "TASK_STATE_REJECTED")
         assert a.tasks.get(None, closed["id"])["metadata"]["anet.reason"] == "rejected_by_policy"
         assert len(desk.offered) == offered
 
 
 async def test_a_vetoed_policy_stops_the_start(tmp_path: Path, hub: FakeHub) -> None:
-    async with running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "b", hub) as b:
         b.tasks.set_policy("open")
     with pytest.raises(TaskError) as refused:
-        async with running_node(tmp_path / "b", hub, plugins=plugins_with(StrangerDesk())):
+        async with open_node(tmp_path / "b", hub, plugins=plugins_with(StrangerDesk())):
             pass
     assert "inbound policy open is refused: modules.desk.public" in refused.value.message
     assert "anet policy set trusted" in (refused.value.hint or "")
@@ -98,7 +92,7 @@ async def test_a_failing_veto_check_keeps_the_policy(tmp_path: Path, hub: FakeHu
         def anet_policy_veto(self, node, policy):
             raise RuntimeError("boom")
 
-    async with running_node(tmp_path / "b", hub, plugins=plugins_with(Broken())) as b:
+    async with open_node(tmp_path / "b", hub, plugins=plugins_with(Broken())) as b:
         with pytest.raises(TaskError, match="a module's check failed: RuntimeError: boom"):
             b.tasks.set_policy("open")
         assert b.tasks.policy.value == "trusted"
@@ -135,15 +129,15 @@ async def test_a_follow_up_after_a_restart_is_offered_to_the_modules(
         tmp_path: Path, hub: FakeHub, claimed: bool) -> None:
     asker = Asker(claim_follow_ups=claimed)
     plugins = plugins_with(asker)
-    async with running_node(tmp_path / "a", hub) as a:
-        async with running_node(tmp_path / "b", hub, plugins=plugins) as b:
+    async with open_node(tmp_path / "a", hub) as a:
+        async with open_node(tmp_path / "b", hub, plugins=plugins) as b:
             b.tasks.trust(a.aid)
-            task = await a.tasks.send(b.aid, text("paint it", "m-1"))
+            task = await a.tasks.send(b.aid, user_message("paint it", "m-1"))
             await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
-        async with running_node(tmp_path / "b", hub, plugins=plugins) as b:
+        async with open_node(tmp_path / "b", hub, plugins=plugins) as b:
             # the input-required task is not an orphan: it stays out of the inbox
             assert b.tasks.inbox() == []
-            await a.tasks.send(b.aid, text("blue", "m-2", taskId=task["id"]))
+            await a.tasks.send(b.aid, user_message("blue", "m-2", taskId=task["id"]))
             if claimed:
                 await eventually(lambda: state(a, task["id"]) == COMPLETED)
                 done = a.tasks.get(None, task["id"])
@@ -176,13 +170,13 @@ async def test_a_module_that_returns_while_asking_leaves_the_answer_to_the_opera
             return TaskClaim(module="leaves", serve=serve)
 
     module = AsksAndLeaves()
-    async with running_node(tmp_path / "a", hub) as a, \
-            running_node(tmp_path / "b", hub, plugins=plugins_with(module)) as b:
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(module)) as b:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("hi", "m-1"))
+        task = await a.tasks.send(b.aid, user_message("hi", "m-1"))
         await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
         await asyncio.sleep(0.05)  # serve() has returned
-        await a.tasks.send(b.aid, text("answer", "m-2", taskId=task["id"]))
+        await a.tasks.send(b.aid, user_message("answer", "m-2", taskId=task["id"]))
         await eventually(lambda: b.tasks.inbox())
         assert module.offered == 1
 
@@ -190,10 +184,10 @@ async def test_a_module_that_returns_while_asking_leaves_the_answer_to_the_opera
 async def test_keep_alives_hold_a_waiting_task_without_changing_it(
         tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider, "ALIVE_INTERVAL_S", 0.1)
-    async with running_node(tmp_path / "a", hub, no_response_after="600ms") as a, \
-            running_node(tmp_path / "b", hub) as b:
+    async with open_node(tmp_path / "a", hub, no_response_after="600ms") as a, \
+            open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        tasks = [await a.tasks.send(b.aid, text(f"wait {n}", f"m-{n}")) for n in range(3)]
+        tasks = [await a.tasks.send(b.aid, user_message(f"wait {n}", f"m-{n}")) for n in range(3)]
         await eventually(lambda: len(b.tasks.inbox()) == 3)
         await eventually(lambda: all(a.tasks.get(None, t["id"])["metadata"]["anet.state_seq"] == 1
                                      for t in tasks))
@@ -225,10 +219,10 @@ async def _dropped(envelope) -> None:
 
 async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Path,
                                                                    hub: FakeHub) -> None:
-    async with running_node(tmp_path / "a", hub) as a, running_node(tmp_path / "b", hub) as b, \
-            running_node(tmp_path / "c", hub) as c:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b, \
+            open_node(tmp_path / "c", hub) as c:
         b.tasks.trust(a.aid)
-        task = await a.tasks.send(b.aid, text("wait", "m-1"))
+        task = await a.tasks.send(b.aid, user_message("wait", "m-1"))
         await eventually(lambda: b.tasks.inbox())
         await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
         stored = a.store.get_task(task["id"])

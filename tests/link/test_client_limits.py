@@ -24,6 +24,7 @@ from anet_core.link.directory import PeerCache, PeerVerifier
 from anet_core.protocol.envelope import open_envelope, seal
 from anet_core.protocol.frames import Refusal
 from anet_core.util.backoff import Backoff
+from tests.support.waiting import eventually
 
 STEP_TIMEOUT_S = 20.0
 
@@ -130,7 +131,7 @@ async def connect_receiver(nodes, hub, name: str):
 
 
 async def test_a_burst_from_one_sender_arrives_without_reconnect_and_one_lookup(
-        hub_factory, nodes, monkeypatch, until):
+        hub_factory, nodes, monkeypatch):
     hub = await hub_factory(rate_per_second=20, burst=2)
     counters = count_at_hub(hub, monkeypatch)
     bob, receiver = await connect_receiver(nodes, hub, "bob")
@@ -146,13 +147,13 @@ async def test_a_burst_from_one_sender_arrives_without_reconnect_and_one_lookup(
     assert {sender for sender, _ in opened} == {alice_aid}
     assert counters.lookups[alice_aid] == 1  # one lookup for the whole burst
     assert hub.state.relay.connections[bob_aid] is connection  # no reconnect
-    await until(lambda: sum(counters.acks.values()) == count)
+    await eventually(lambda: sum(counters.acks.values()) == count)
     assert set(counters.acks.values()) == {1}
     assert bob.status.state.value == "registered"
 
 
 async def test_a_rate_limited_lookup_in_the_receiver_is_waited_out(hub_factory, nodes,
-                                                                   monkeypatch, until):
+                                                                   monkeypatch):
     # The TCK failure: the receiver's lookup was refused and the envelope stalled until a
     # reconnect. Now the lookup waits retryAfter and the receiver never sees the refusal.
     # burst 3: bob's copy of its bucket still holds tokens when the hub's runs dry (as after a
@@ -169,12 +170,12 @@ async def test_a_rate_limited_lookup_in_the_receiver_is_waited_out(hub_factory, 
     assert await receiver.wait_for(1) == [(nodes.identity("alice").aid, {"text": "under load"})]
     assert counters.refused[bob_aid] >= 1
     assert receiver.calls[envelope["id"]] == 1  # the receiver did not fail
-    await until(lambda: counters.acks[envelope["id"]] == 1)
+    await eventually(lambda: counters.acks[envelope["id"]] == 1)
     assert hub.state.relay.connections[bob_aid] is connection
 
 
 async def test_a_receiver_failing_twice_gets_the_envelope_again_and_acks_once(
-        hub, nodes, monkeypatch, quick_retries, until):
+        hub, nodes, monkeypatch, quick_retries):
     counters = count_at_hub(hub, monkeypatch)
     _, receiver = await connect_receiver(nodes, hub, "bob")
     alice = await nodes.connect("alice", hub)
@@ -186,7 +187,7 @@ async def test_a_receiver_failing_twice_gets_the_envelope_again_and_acks_once(
     assert await receiver.wait_for(1) == [(nodes.identity("alice").aid,
                                            {"text": "third time lucky"})]
     assert receiver.calls[envelope["id"]] == 3
-    await until(lambda: counters.acks[envelope["id"]] == 1)
+    await eventually(lambda: counters.acks[envelope["id"]] == 1)
     assert not connection._inflight  # acknowledged on the same connection
     assert hub.state.relay.connections[bob_aid] is connection
     assert await hub.state.storage.pending(bob_aid, after_seq=0, limit=10, now=0) == []

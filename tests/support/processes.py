@@ -1,25 +1,26 @@
-"""What the end-to-end tests share: free ports, bounded waits, a hub process, a node's CLI."""
+"""Real processes on loopback: free ports, ``anet hub serve``, nodes driven through the ``anet``
+CLI, and stopping every process a test started."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.waiting import STEP_TIMEOUT_S, wait_for
+
 ANET = [sys.executable, "-m", "anet_core.cli.main"]
-REPO = Path(__file__).resolve().parents[1]
-STEP_TIMEOUT_S = 30.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -28,31 +29,6 @@ def free_port() -> int:
 def listening(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def wait_for(predicate: Any, what: str, timeout: float = STEP_TIMEOUT_S) -> Any:
-    """Poll ``predicate`` until it returns something true; fail naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting until {what}")
-
-
-async def until(predicate: Any, what: str, timeout: float = STEP_TIMEOUT_S) -> Any:
-    """The same without blocking the event loop; ``predicate`` may be a coroutine function."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = predicate()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        await asyncio.sleep(0.05)
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:

@@ -1,6 +1,6 @@
 """The official a2a-sdk 1.x client against the proxy card of a remote agent, over the whole
 chain in real processes: node A's local endpoint -> a real hub -> node B -> B's backend, the TCK
-scenario agent (an official a2a-sdk server) on a unix socket (see tests/a2a/chain.py).
+scenario agent (an official a2a-sdk server) on a unix socket (see tests/e2e/chain.py).
 
 One hub, two daemons and one backend serve the whole module: the tests only send tasks, each
 with its own ids, and never change the nodes."""
@@ -18,7 +18,6 @@ from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,
     Message,
-    Part,
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
@@ -27,7 +26,10 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
-from tests.a2a.chain import Chain, running_chain
+from tests.e2e.chain import Chain, running_chain
+from tests.support.messages import sdk_user_message
+
+pytest.importorskip("anet_a2a")
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,8 +45,7 @@ def chain() -> Iterator[Chain]:
 
 def user(scenario: str, text: str = "hello", **ids: str) -> Message:
     """A message whose messageId picks the TCK agent's behaviour (any other prefix: echo)."""
-    return Message(role=Role.ROLE_USER, message_id=f"{scenario}-{uuid.uuid4().hex}",
-                   parts=[Part(text=text)], **ids)
+    return sdk_user_message(text, f"{scenario}-{uuid.uuid4().hex}", **ids)
 
 
 async def events(client: Client, request: SendMessageRequest) -> list:

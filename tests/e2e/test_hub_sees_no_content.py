@@ -11,16 +11,12 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-from anet_core import hookimpl
-from anet_core.datadir import initialise
-from anet_core.link import JoinState
-from anet_core.plugins import make_plugins
-from anet_core.records import TaskClaim
-from anet_core.settings import DataPaths
-from tests.conftest import running_node
-from tests.support import HubProcess, free_port, until
+from tests.support.fakes import CompletingModule
+from tests.support.messages import user_message
+from tests.support.nodes import plugins_with, running_node
+from tests.support.processes import HubProcess, free_port
+from tests.support.waiting import eventually
 
 MESSAGE_SECRET = "question-7f3a9c-about-the-merger"
 REPLY_SECRET = "answer-51be0d-the-merger-is-off"
@@ -54,46 +50,21 @@ async def recording_proxy(target_port: int, recorded: bytearray) -> AsyncIterato
         server.close()
 
 
-class Answers:
-    """Bob's module: answers every task with a secret reply and a secret artifact."""
-
-    @hookimpl
-    def anet_take_task(self, node: Any, task: Any) -> TaskClaim:
-        async def serve(task: Any, responder: Any) -> None:
-            await responder.complete(REPLY_SECRET, artifacts=[
-                {"artifactId": "minutes", "parts": [{"text": ARTIFACT_SECRET}]}])
-
-        return TaskClaim(module="answers", serve=serve)
-
-
-def joined(root: Path, hub_url: str) -> Path:
-    initialise(DataPaths(root))
-    config = json.loads((root / "config.json").read_text())
-    config["hub"] = {"url": hub_url}
-    (root / "config.json").write_text(json.dumps(config))
-    return root
-
-
 async def test_the_hub_never_sees_the_message_the_reply_or_the_artifacts(tmp_path: Path) -> None:
     recorded = bytearray()
     hub_port = free_port()
-    bob_plugins = make_plugins(load_entry_points=False)
-    bob_plugins.pm.register(Answers(), name="answers")
+    bob_plugins = plugins_with(CompletingModule(REPLY_SECRET, ARTIFACT_SECRET))
     async with AsyncExitStack() as stack:
         stack.callback(HubProcess(tmp_path / "hub", hub_port).start().stop)
         proxy_port = await stack.enter_async_context(recording_proxy(hub_port, recorded))
         hub_url = f"ws://127.0.0.1:{proxy_port}"
         bob = await stack.enter_async_context(
-            running_node(joined(tmp_path / "bob", hub_url), bob_plugins))
-        alice = await stack.enter_async_context(running_node(joined(tmp_path / "alice", hub_url)))
-        for node in (alice, bob):
-            await until(lambda node=node: node.hub.status.state is JoinState.REGISTERED,
-                        f"{node.aid} registered")
+            running_node(tmp_path / "bob", bob_plugins, hub_url=hub_url))
+        alice = await stack.enter_async_context(running_node(tmp_path / "alice", hub_url=hub_url))
         bob.tasks.trust(alice.aid)
-        task = await alice.tasks.send(bob.aid, {
-            "messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": MESSAGE_SECRET}]})
-        await until(lambda: alice.tasks.get(None, task["id"])["status"]["state"]
-                    == "TASK_STATE_COMPLETED", "the task completes")
+        task = await alice.tasks.send(bob.aid, user_message(MESSAGE_SECRET))
+        await eventually(lambda: alice.tasks.get(None, task["id"])["status"]["state"]
+                         == "TASK_STATE_COMPLETED", "the task completes")
         done = alice.tasks.get(None, task["id"])
 
     # The task really carried the secrets end to end...

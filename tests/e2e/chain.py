@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import REPO, HubProcess, NodeDir, free_port, stop_process, wait_for
+from tests.support.processes import REPO, HubProcess, NodeDir, free_port, stop_process
+from tests.support.waiting import wait_for
 
 
 @dataclass(frozen=True)

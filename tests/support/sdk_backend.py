@@ -36,6 +36,9 @@ from starlette.applications import Starlette  # noqa: E402
 from starlette.middleware.base import BaseHTTPMiddleware  # noqa: E402
 from starlette.responses import JSONResponse  # noqa: E402
 
+TOKEN = "backend-secret-token"
+"""The bearer token the tests' backends require."""
+
 
 @dataclass
 class Seen:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import HubProcess, NodeDir, free_port, wait_for
+from tests.support.processes import HubProcess, NodeDir, free_port
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -3,46 +3,31 @@
 from __future__ import annotations
 
 import re
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 
 from anet_core import hookimpl
-from anet_core.config import read_raw, write_config
-from anet_core.datadir import initialise
 from anet_core.identity import Identity
 from anet_core.link import HubError, JoinState, SearchQuery, Verification
 from anet_core.link.client import HubClient
 from anet_core.link.connection import RECONNECT, normalize_hub_url
 from anet_core.node import Node
-from anet_core.plugins import Plugins, make_plugins
+from anet_core.plugins import Plugins
 from anet_core.records import SkillSource
-from anet_core.settings import Settings
+from tests.support.nodes import open_node, plugins_with, prepare
+from tests.support.processes import free_port
+
+ALICE = {"name": "Alice", "description": "answers questions",
+         "skills": [{"id": "qa", "tags": ["questions"]}]}
 
 
-def free_tcp_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@asynccontextmanager
-async def alice(root: Path, url: str | None,
-                plugins: Plugins | None = None) -> AsyncIterator[Node]:
-    """A node with a configured card, its hub link the real one config.json describes."""
-    settings = Settings(data_dir=root)
-    initialise(settings.paths)
-    raw = read_raw(settings.paths.config)
-    raw["hub"] = {"url": url}
-    raw["node"] = {"name": "Alice", "description": "answers questions",
-                   "skills": [{"id": "qa", "tags": ["questions"]}]}
-    write_config(settings.paths.config, raw)
-    async with Node.open(settings,
-                         plugins=plugins or make_plugins(load_entry_points=False)) as node:
-        yield node
+def alice(root: Path, url: str | None,
+          plugins: Plugins | None = None) -> AbstractAsyncContextManager[Node]:
+    """A node with a configured card; its hub link is the real one config.json names."""
+    prepare(root, hub={"url": url}, node=ALICE)
+    return open_node(root, plugins=plugins)
 
 
 async def found(client, query: SearchQuery) -> list:
@@ -65,7 +50,7 @@ async def test_not_joined(tmp_path):
 
 
 async def test_unreachable_hub_sentence(tmp_path):
-    port = free_tcp_port()
+    port = free_port()
     async with alice(tmp_path, f"ws://127.0.0.1:{port}") as node:
         link = node.hub
         status = link.status
@@ -139,9 +124,7 @@ async def test_module_skills_are_published_after_the_configured_ones(tmp_path, h
 
             return [SkillSource("greeter", read), SkillSource("broken", broken)]
 
-    plugins = make_plugins(load_entry_points=False)
-    plugins.pm.register(Greeter(), name="greeter")
-    async with alice(tmp_path, hub.url, plugins):
+    async with alice(tmp_path, hub.url, plugins_with(Greeter())):
         watcher = await nodes.connect("watcher", hub)
         [peer] = await found(watcher, SearchQuery(tag="hello"))
         skills = peer.card["skills"]

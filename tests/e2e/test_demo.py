@@ -7,7 +7,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,9 +17,10 @@ pytest.importorskip("anet_backends")
 pytest.importorskip("a2a.server")
 pytest.importorskip("uvicorn")
 
+from tests.support.processes import ANET
+
 pytestmark = pytest.mark.timeout(120)
 
-ANET = [sys.executable, "-m", "anet_core.cli.main"]
 DEMO_TIMEOUT_S = 90
 WORK_DIR = re.compile(r"Everything lives in (\S+) \(")
 

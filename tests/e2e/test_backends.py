@@ -27,10 +27,12 @@ import pytest_asyncio
 from anet_core.link import JoinState, SearchQuery
 from anet_core.node import Node
 from anet_core.settings import DataPaths
-from tests.backends.conftest import TOKEN
-from tests.backends.sdk_backend import Seen, sdk_backend
-from tests.conftest import running_node
-from tests.support import ANET, STEP_TIMEOUT_S, HubProcess, free_port, until
+from tests.support.nodes import running_node
+from tests.support.processes import ANET, HubProcess, free_port
+from tests.support.sdk_backend import TOKEN, Seen, sdk_backend
+from tests.support.waiting import STEP_TIMEOUT_S, eventually
+
+pytest.importorskip("anet_backends")
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module")]
 
@@ -97,7 +99,7 @@ class Provider:
 
     async def up(self) -> None:
         await anet(self.root, "up")
-        await until(self.registered, "B registered at the hub")
+        await eventually(self.registered, "B registered at the hub")
 
     async def stop(self) -> None:
         await anet(self.root, "stop", check=False)
@@ -129,8 +131,8 @@ class Network:
         return await sender.tasks.send(self.b.aid, message, skill=skill)
 
     async def reaches(self, sender: Node, task_id: str, *states: str) -> dict[str, Any]:
-        await until(lambda: sender.tasks.get(None, task_id)["status"]["state"] in states,
-                    f"task {task_id} reaches {' or '.join(states)}")
+        await eventually(lambda: sender.tasks.get(None, task_id)["status"]["state"] in states,
+                         f"task {task_id} reaches {' or '.join(states)}")
         return sender.tasks.get(None, task_id)
 
 
@@ -138,7 +140,8 @@ async def requester(root: Path, hub_url: str, stack: AsyncExitStack) -> Node:
     await anet(root, "init")
     await anet(root, "join", hub_url)
     node = await stack.enter_async_context(running_node(root))
-    await until(lambda: node.hub.status.state is JoinState.REGISTERED, f"{root.name} registered")
+    await eventually(lambda: node.hub.status.state is JoinState.REGISTERED,
+                     f"{root.name} registered")
     return node
 
 
@@ -188,7 +191,7 @@ async def test_the_card_lists_the_skills_of_the_backends(net: Network) -> None:
         page = await net.a.hub.search(SearchQuery(skill="echo"))
         return next((peer.card for peer in page.peers if peer.aid == net.b.aid), None)
 
-    card = await until(listed, "B's card lists its backend's skill")
+    card = await eventually(listed, "B's card lists its backend's skill")
     ids = [skill["id"] for skill in card["skills"]]
     assert ids == ["echo", "chat"]
 
@@ -229,18 +232,18 @@ async def test_an_input_required_turn_continues_the_same_backend_task(net: Netwo
 async def test_a_cancel_reaches_the_backend_task(net: Network) -> None:
     task = await net.send(net.a, "slow job")
     # state_seq 2: B reported the backend's own "working", so it knows the backend task
-    await until(lambda: net.a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] >= 2,
-                "the backend works on the task")
+    await eventually(lambda: net.a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] >= 2,
+                     "the backend works on the task")
     backend_task = net.streaming.messages[-1]["taskId"]
     assert net.streaming.messages[-1]["text"] == "slow job"
     await net.a.tasks.cancel(net.b.aid, task["id"])
-    await until(lambda: backend_task in net.streaming.canceled, "the backend task is canceled")
+    await eventually(lambda: backend_task in net.streaming.canceled, "the backend task is canceled")
 
     async def canceled_at_b() -> bool:
         received = await net.b.json("task", task["id"])
         return received["status"]["state"] == "TASK_STATE_CANCELED"
 
-    await until(canceled_at_b, "B's task is canceled")
+    await eventually(canceled_at_b, "B's task is canceled")
     assert net.a.tasks.get(None, task["id"])["status"]["state"] == "TASK_STATE_CANCELED"
 
 
@@ -293,10 +296,10 @@ async def test_under_the_open_policy_a_strangers_task_waits_in_the_inbox(net: Ne
     await net.b.up()
     await anet(net.b.root, "policy", "set", "open")
     task = await net.send(net.carol, "open door", skill="chat")
-    inbox = await until(lambda: net.b.json("inbox"), "the task waits in B's inbox")
+    inbox = await eventually(lambda: net.b.json("inbox"), "the task waits in B's inbox")
     assert [entry["id"] for entry in inbox] == [task["id"]]
-    await until(lambda: net.carol.tasks.get(None, task["id"])["metadata"].get("anet.reason")
-                == "queued_for_operator", "Carol sees it queued")
+    await eventually(lambda: net.carol.tasks.get(None, task["id"])["metadata"].get("anet.reason")
+                     == "queued_for_operator", "Carol sees it queued")
     assert "open door" not in [m["text"] for m in net.streaming.messages + net.blocking.messages]
 
     # A backend that serves strangers cannot come back while the policy is open.
