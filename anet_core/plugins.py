@@ -35,6 +35,7 @@ KNOWN_MODULES: dict[str, str] = {
     "a2a": "anet-a2a",
     "backends": "anet-backends",
     "hub": "anet-hub",
+    "mcp": "anet-mcp",
     "x402": "anet-x402",
 }
 """The modules this project publishes, by module name, with their distributions."""
