@@ -120,6 +120,11 @@ async def test_find_send_progress_inbox_reply(network: Network, tmp_path: Path) 
         assert follow_up.structured_content["task"]["contextId"] == context
         assert follow_up.structured_content["task"]["id"] != question_task
 
+        # A wait that times out answers with the task as it is, still running.
+        gave_up = await alice.ok("send_task", {"aid": bob_aid, "text": "later", "timeout": 1})
+        assert gave_up.structured_content["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+        assert "Still running after the wait" in gave_up.content[0].text
+
         # A tool call the host cancels stops waiting; the task itself goes on.
         with anyio.move_on_after(2):
             await alice.call("send_task", {"aid": bob_aid, "text": "slow one", "timeout": 120},
