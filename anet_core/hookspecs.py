@@ -273,10 +273,10 @@ def anet_mcp_tools() -> list[McpTool]:
 
     Called once when ``anet mcp`` starts, in that process, not in the daemon: a tool reaches
     the node through the control plane (``call.control``, routes a module adds with
-    ``anet_routes``) and reports progress with ``call.progress``. Tool names are unique: the
-    module mcp's own tools come first, and a later tool of a name already taken is left out
-    (and logged), so start them with the module's name. The core does not import the MCP
-    SDK: the module mcp turns the records into MCP tools, validates the arguments with
+    ``anet_routes``) and reports progress with ``call.progress``. Tool names are unique (two
+    tools of one name stop ``anet mcp`` with an error naming both modules), so start them with
+    the module's name; the module mcp's own tools are listed first. The core does not import
+    the MCP SDK: the module mcp turns the records into MCP tools, validates the arguments with
     ``McpTool.arguments`` and presents errors.
 
     Example::

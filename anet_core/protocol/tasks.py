@@ -43,7 +43,8 @@ METADATA_PREFIX = "anet."
 
 
 class TaskMetadata(StrEnum):
-    """The ``anet.*`` keys anet writes in A2A metadata (docs/protocol.md, "Task metadata")."""
+    """The ``anet.*`` keys anet writes in A2A metadata (the task's: docs/mcp.md, "Task
+    metadata"; what a backend receives: docs/backends.md)."""
 
     STATE_SEQ = "anet.state_seq"
     """On a task (requester side): the ``stateSeq`` of the last provider update applied."""

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from anet_core.protocol.tasks import EffectStatus, Reason
-from anet_core.tasks.common import EFFECT_STATUS, REASON, RECEIPT_VERIFIED, STATE_SEQ
+from anet_core.protocol.tasks import EffectStatus, Reason, TaskMetadata
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SECTION = (DOCS / "mcp.md").read_text(encoding="utf-8").split("\n## Task metadata\n", 1)[1]
@@ -23,7 +22,8 @@ def table_after(label: str) -> set[str]:
 
 def test_every_key_is_defined_in_mcp_md_only() -> None:
     keys = first_column(SECTION.split("\n\n", 2)[1])
-    assert {STATE_SEQ, RECEIPT_VERIFIED, REASON, EFFECT_STATUS} <= keys
+    assert {TaskMetadata.STATE_SEQ, TaskMetadata.RECEIPT_VERIFIED, TaskMetadata.REASON,
+            TaskMetadata.EFFECT_STATUS, TaskMetadata.MESSAGE_REPLY} <= keys
     for other in DOCS.glob("*.md"):
         if other.name != "mcp.md":
             assert not re.search(r"^\| `anet\.reason` \|", other.read_text(), re.MULTILINE), other

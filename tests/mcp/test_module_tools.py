@@ -1,9 +1,8 @@
-"""The module mcp serves the tools other modules add (``anet_mcp_tools``) beside its own; a
-module whose hook fails, or that takes a name already served, does not stop the others."""
+"""The module mcp serves the tools other modules add (``anet_mcp_tools``) beside its own, lists
+its own first, and refuses two tools of one name with an error naming both modules."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,8 @@ from pydantic import BaseModel, ConfigDict
 
 from anet_core import hookimpl
 from anet_core.control.client import AsyncControlClient
-from anet_core.plugins import make_plugins
+from anet_core.errors import AnetError
+from anet_core.plugins import Plugins, make_plugins
 from anet_core.records import McpCall, McpResult, McpTool
 from anet_mcp import plugin as mcp_plugin
 from anet_mcp.server import build_server, collect_tools
@@ -38,26 +38,35 @@ class Greeter:
     def anet_mcp_tools(self):
         return [McpTool("greeter_whoami", "Say which node this is", Empty, whoami,
                         read_only=True, open_world=False, module="greeter"),
-                McpTool("greeter_broken", "A tool that fails", Empty, broken, module="greeter"),
-                McpTool("node_status", "A second tool of a taken name", Empty, whoami,
-                        module="greeter")]
+                McpTool("greeter_broken", "A tool that fails", Empty, broken, module="greeter")]
 
 
-class Failing:
+class Squatter:
     @hookimpl
     def anet_mcp_tools(self):
-        raise RuntimeError("no tools today")
+        return [McpTool("node_status", "A second tool of a taken name", Empty, whoami,
+                        module="squatter")]
 
 
-async def test_module_tools_are_served_beside_the_node_tools(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def plugins_with(*extra: tuple[str, object]) -> Plugins:
     plugins = make_plugins(load_entry_points=False)
-    for name, module in (("mcp", mcp_plugin), ("greeter", Greeter()), ("failing", Failing())):
+    for name, module in (("greeter", Greeter()), ("mcp", mcp_plugin), *extra):
         plugins.pm.register(module, name=name)
-    with caplog.at_level(logging.ERROR, logger="anet.mcp"):
-        tools = collect_tools(plugins)
-    assert "no tools today" in caplog.text and "both add the MCP tool node_status" in caplog.text
-    assert tools["node_status"].module == "mcp"
+    return plugins
+
+
+def test_two_tools_of_one_name_are_refused_naming_both_modules() -> None:
+    with pytest.raises(AnetError) as refused:
+        collect_tools(plugins_with(("squatter", Squatter())))
+    assert refused.value.reference == "mcp-tools-duplicate"
+    assert "mcp" in refused.value.message and "squatter" in refused.value.message
+    assert "the MCP tool node_status" in refused.value.message
+
+
+async def test_module_tools_are_served_beside_the_node_tools(tmp_path: Path) -> None:
+    plugins = plugins_with()
+    tools = collect_tools(plugins)
+    assert next(iter(tools.values())).module == "mcp"  # the node's own first
     assert {"greeter_whoami", "greeter_broken", "send_task"} <= set(tools)
 
     notes: list[str] = []

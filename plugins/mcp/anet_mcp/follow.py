@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from anet_core.api import McpCall
+from anet_core.protocol.tasks import TaskMetadata
 from anet_core.wire import TaskState
 from anet_mcp.arguments import STATE_WORDS, state_word
 
@@ -64,7 +65,7 @@ def describe(event: dict[str, Any]) -> str:
         return ""
     status = holder["status"]
     line = STATE_WORDS.get(TaskState(status["state"]), "unspecified")
-    reason = holder.get("metadata", {}).get("anet.reason")
+    reason = holder.get("metadata", {}).get(TaskMetadata.REASON)
     if reason:
         line += f" ({reason})"
     words = text_of_parts((status.get("message") or {}).get("parts", []))
@@ -84,11 +85,11 @@ def task_text(task: dict[str, Any]) -> str:
     whom = {"provider": f" from {peer}", "requester": f" to {peer}"}.get(task.get("role", ""),
                                                                        "") if peer else ""
     line = f"Task {task['id']}{whom} is {state_word(task)}"
-    if metadata.get("anet.reason"):
-        line += f" (anet.reason {metadata['anet.reason']})"
-    if metadata.get("anet.receipt_verified") is True:
+    if metadata.get(TaskMetadata.REASON):
+        line += f" ({TaskMetadata.REASON} {metadata[TaskMetadata.REASON]})"
+    if metadata.get(TaskMetadata.RECEIPT_VERIFIED) is True:
         line += "; the agent's signed receipt verified"
-    elif metadata.get("anet.receipt_verified") is False:
+    elif metadata.get(TaskMetadata.RECEIPT_VERIFIED) is False:
         line += "; the agent's receipt did NOT verify"
     lines = [line + "."]
     message = text_of_parts((task["status"].get("message") or {}).get("parts", []))

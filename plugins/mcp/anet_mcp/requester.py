@@ -9,6 +9,7 @@ from pydantic import Field
 
 from anet_core.api import McpCall, McpResult, McpTool
 from anet_core.protocol.frames import MAX_SEARCH_LIMIT
+from anet_core.protocol.tasks import TaskMetadata
 from anet_core.wire import LIST_TASKS_MAX_PAGE_SIZE
 from anet_mcp.arguments import (
     DEFAULT_WAIT_S,
@@ -152,7 +153,7 @@ async def list_tasks(arguments: ListTasks, call: McpCall) -> McpResult:
     lines = [f"{len(tasks)} of {page.get('totalSize', len(tasks))} task(s) this node sent, "
              "newest first:" if tasks else "No task matches."]
     for task in tasks:
-        reason = task.get("metadata", {}).get("anet.reason")
+        reason = task.get("metadata", {}).get(TaskMetadata.REASON)
         lines.append(f"- {task['id']} to {task.get('peer')}: {state_word(task)}"
                      + (f" ({reason})" if reason else ""))
     if page.get("nextPageToken"):

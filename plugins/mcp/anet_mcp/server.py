@@ -44,26 +44,10 @@ TOOL_HINTS = {
 
 
 def collect_tools(plugins: Plugins) -> dict[str, McpTool]:
-    """The node's own tools (module mcp) first, then the other modules' in the order they were
-    loaded. A module whose hook fails, or a tool whose name is taken, is left out and logged:
-    the other tools are still served."""
-    tools: dict[str, McpTool] = {}
-    impls = plugins.pm.hook.anet_mcp_tools.get_hookimpls()
-    for impl in sorted(impls, key=lambda impl: impl.plugin_name != OWN_MODULE):
-        try:
-            records = list(impl.function() or [])
-        except Exception:  # one module's failure must not stop the others
-            log.exception("module %s: anet_mcp_tools failed; its tools are left out",
-                          impl.plugin_name)
-            continue
-        for tool in records:
-            if tool.name in tools:
-                log.error("the modules %s and %s both add the MCP tool %s; serving the one of %s",
-                          tools[tool.name].module, tool.module, tool.name,
-                          tools[tool.name].module)
-                continue
-            tools[tool.name] = tool
-    return tools
+    """Every module's tools, the node's own (module mcp) first. Two tools of one name stop
+    ``anet mcp`` with an error naming both modules, as any two records claiming one thing."""
+    tools = plugins.collect("anet_mcp_tools", unique=lambda tool: [f"the MCP tool {tool.name}"])
+    return {tool.name: tool for tool in sorted(tools, key=lambda tool: tool.module != OWN_MODULE)}
 
 
 def _listing(tool: McpTool) -> types.Tool:
