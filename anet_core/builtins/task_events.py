@@ -15,7 +15,7 @@ from anet_core.control.client import EVENT_KEEPALIVE_S
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import ControlRoutes
 
-log = logging.getLogger("anet.tasks.events")
+log = logging.getLogger(__name__)
 
 routes = web.RouteTableDef()
 
@@ -52,7 +52,7 @@ async def task_events(request: web.Request) -> web.StreamResponse:
             await response.write(f"data: {json.dumps(event)}\n\n".encode())
         await response.write_eof()
     except ConnectionResetError:
-        log.debug("the reader of task %s's events went away", subscription.task_id)
+        log.debug("event=events-reader-gone task=%s", subscription.task_id)
     finally:
         for pending in (upcoming, stopping):
             if pending is not None:

@@ -169,7 +169,7 @@ class Requester:
     async def agent(self, aid: str) -> PeerInfo:
         """The checked directory entry of the remote agent ``aid``; refused (:class:`TaskError`)
         for an invalid AID, this node's own, or an agent the hub does not know."""
-        self._check_aid(aid)
+        self._check_remote(aid)
         return await self._peer(aid)
 
     def peer_of(self, task_id: str) -> str:

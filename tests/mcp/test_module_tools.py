@@ -58,7 +58,7 @@ def plugins_with(*extra: tuple[str, object]) -> Plugins:
 def test_two_tools_of_one_name_are_refused_naming_both_modules() -> None:
     with pytest.raises(AnetError) as refused:
         collect_tools(plugins_with(("squatter", Squatter())))
-    assert refused.value.reference == "mcp-tools-duplicate"
+    assert refused.value.reason == "mcp-tools-duplicate"
     assert "mcp" in refused.value.message and "squatter" in refused.value.message
     assert "the MCP tool node_status" in refused.value.message
 

@@ -46,7 +46,7 @@ async def test_events_of_a_task_until_it_ends(tmp_path: Path) -> None:
             with pytest.raises(AnetError) as unknown:
                 async for _ in control.events("/tasks/task/no-such-task/events"):
                     pass
-            assert unknown.value.reference == "task-not-found"
+            assert unknown.value.reason == "task-not-found"
             assert "no-such-task" in unknown.value.message
 
             # A reader that leaves changes nothing; the daemon stopping ends the stream.

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from anet_core.api import is_aid
+from anet_core.api import AidError, check_aid
 from anet_core.protocol.tasks import TASK_ID_PATTERN
 from anet_core.wire import TaskState
 
@@ -25,10 +25,11 @@ class Arguments(BaseModel):
 
 
 def _aid(value: str) -> str:
-    if not is_aid(value):
-        raise ValueError("not an AID (32 characters of a-z and 2-7); find_agents lists the "
-                         "agents and their AIDs")
-    return value
+    try:
+        return check_aid(value)
+    except AidError as error:
+        raise ValueError(f"{error.message}; find_agents lists the agents and their AIDs") \
+            from None
 
 
 def _task_id(value: str) -> str:
@@ -38,25 +39,21 @@ def _task_id(value: str) -> str:
     return value
 
 
-STATE_WORDS = {state: state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
-               for state in TaskState if state is not TaskState.TASK_STATE_UNSPECIFIED}
-"""The short name of each A2A task state (``input-required``), as the CLI prints them."""
-WORD_STATES = {word: state for state, word in STATE_WORDS.items()}
+WORD_STATES = {state.word: state for state in TaskState
+               if state is not TaskState.TASK_STATE_UNSPECIFIED}
+"""Each A2A task state by the word a person reads (``input-required``), as the CLI prints it."""
 
 
 def _state_word(value: Any) -> Any:
-    """Accept the A2A name (TASK_STATE_COMPLETED) as well as the short word."""
-    if isinstance(value, str) and value.upper().startswith("TASK_STATE_"):
-        try:
-            return STATE_WORDS[TaskState(value.upper())]
-        except (ValueError, KeyError):
-            return value
+    """Accept the A2A name (TASK_STATE_COMPLETED) as well as the word."""
+    if isinstance(value, str) and value.upper() in TaskState.__members__:
+        return TaskState(value.upper()).word
     return value
 
 
-Aid = Annotated[str, AfterValidator(_aid),
+AidArgument = Annotated[str, AfterValidator(_aid),
                 Field(description="an agent's AID, 32 characters of a-z and 2-7")]
-TaskId = Annotated[str, AfterValidator(_task_id), Field(description="a task id")]
+TaskIdArgument = Annotated[str, AfterValidator(_task_id), Field(description="a task id")]
 StateWord = Annotated[Literal["submitted", "working", "input-required", "auth-required",
                               "completed", "failed", "canceled", "rejected"],
                       BeforeValidator(_state_word)]
@@ -65,5 +62,5 @@ WaitSeconds = Annotated[float, Field(gt=0, le=MAX_WAIT_S, description=(
 
 
 def state_word(task: dict[str, Any]) -> str:
-    """The short name of a task's state."""
-    return STATE_WORDS.get(TaskState(task["status"]["state"]), "unspecified")
+    """The word of a task's state."""
+    return TaskState(task["status"]["state"]).word

@@ -11,7 +11,7 @@ from urllib.parse import quote
 from anet_core.api import McpCall
 from anet_core.protocol.tasks import TaskMetadata
 from anet_core.wire import TaskState
-from anet_mcp.arguments import STATE_WORDS, state_word
+from anet_mcp.arguments import state_word
 
 MAX_TEXT_CHARS = 4000
 """How much of a task's reply the short text carries; the structured content has all of it."""
@@ -21,17 +21,11 @@ def task_path(task_id: str) -> str:
     return f"/tasks/task/{quote(task_id, safe='')}"
 
 
-def settled(state: str) -> bool:
-    """The task ended, or waits for the requester: there is nothing more to wait for."""
-    task_state = TaskState(state)
-    return task_state.is_terminal or task_state.is_interrupted
-
-
 async def follow(call: McpCall, task: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Wait until ``task`` ends or asks for input, at most ``timeout`` seconds, reporting each
     change as progress; return the task as it is then. Giving up, or the tool call being
     cancelled, only stops the waiting: the task goes on."""
-    if not settled(task["status"]["state"]):
+    if not TaskState(task["status"]["state"]).is_settled:
         told = describe({"task": task})  # what the caller knows already
         try:
             async with asyncio.timeout(timeout):
@@ -44,7 +38,7 @@ async def follow(call: McpCall, task: dict[str, Any], timeout: float) -> dict[st
                             told = note
                         state = (event.get("task") or event.get("statusUpdate", {})).get(
                             "status", {}).get("state")
-                        if state and settled(state):
+                        if state and TaskState(state).is_settled:
                             break
         except TimeoutError:
             pass
@@ -64,7 +58,7 @@ def describe(event: dict[str, Any]) -> str:
     if not holder:
         return ""
     status = holder["status"]
-    line = STATE_WORDS.get(TaskState(status["state"]), "unspecified")
+    line = TaskState(status["state"]).word
     reason = holder.get("metadata", {}).get(TaskMetadata.REASON)
     if reason:
         line += f" ({reason})"

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from anet_core.api import AnetError, McpCall, McpResult, McpTool
-from anet_mcp.arguments import Aid, Arguments, TaskId, state_word
+from anet_mcp.arguments import AidArgument, Arguments, TaskIdArgument, state_word
 from anet_mcp.follow import task_text, text_of_parts
 
 MODULE = "mcp"
@@ -31,7 +31,7 @@ async def list_inbox(arguments: NoArguments, call: McpCall) -> McpResult:
 
 
 class ReplyTask(Arguments):
-    task_id: TaskId = Field(alias="taskId", description="a task of the inbox")
+    task_id: TaskIdArgument = Field(alias="taskId", description="a task of the inbox")
     text: str = Field(min_length=1, description="the answer, or the question to ask")
     input_required: bool = Field(
         default=False, alias="inputRequired",
@@ -50,7 +50,7 @@ async def reply_task(arguments: ReplyTask, call: McpCall) -> McpResult:
 
 
 class RejectTask(Arguments):
-    task_id: TaskId = Field(alias="taskId", description="a task of the inbox")
+    task_id: TaskIdArgument = Field(alias="taskId", description="a task of the inbox")
     reason: str | None = Field(default=None, min_length=1, max_length=2000,
                                description="what the requester is told")
 
@@ -72,7 +72,7 @@ async def list_trusted(arguments: NoArguments, call: McpCall) -> McpResult:
 
 
 class TrustArguments(Arguments):
-    aid: Aid
+    aid: AidArgument
 
 
 async def trust_agent(arguments: TrustArguments, call: McpCall) -> McpResult:
@@ -92,7 +92,7 @@ async def node_status(arguments: NoArguments, call: McpCall) -> McpResult:
     try:
         status: dict[str, Any] = await call.control.get("/core/status")
     except AnetError as error:
-        if error.reference != "daemon-not-running":
+        if error.reason != "daemon-not-running":
             raise
         root = str(call.control.paths.root)
         return McpResult(f"{error.message}; {error.hint}. No tool but this one works until "

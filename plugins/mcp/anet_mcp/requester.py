@@ -14,10 +14,10 @@ from anet_core.wire import LIST_TASKS_MAX_PAGE_SIZE
 from anet_mcp.arguments import (
     DEFAULT_WAIT_S,
     WORD_STATES,
-    Aid,
+    AidArgument,
     Arguments,
     StateWord,
-    TaskId,
+    TaskIdArgument,
     WaitSeconds,
     state_word,
 )
@@ -63,7 +63,7 @@ async def find_agents(arguments: FindAgents, call: McpCall) -> McpResult:
 
 
 class AgentCard(Arguments):
-    aid: Aid
+    aid: AidArgument
 
 
 async def get_agent_card(arguments: AgentCard, call: McpCall) -> McpResult:
@@ -79,12 +79,12 @@ async def get_agent_card(arguments: AgentCard, call: McpCall) -> McpResult:
 
 
 class SendTask(Arguments):
-    aid: Aid
+    aid: AidArgument
     text: str = Field(min_length=1, description="the message to the agent")
     context_id: str | None = Field(
         default=None, alias="contextId", min_length=1, max_length=200,
         description="contextId of an earlier task, to continue that conversation in a new task")
-    task_id: TaskId | None = Field(
+    task_id: TaskIdArgument | None = Field(
         default=None, alias="taskId",
         description="the id of this agent's task that asks for input (input-required): the "
                     "text is the answer")
@@ -107,7 +107,7 @@ async def send_task(arguments: SendTask, call: McpCall) -> McpResult:
 
 
 class GetTask(Arguments):
-    task_id: TaskId = Field(alias="taskId")
+    task_id: TaskIdArgument = Field(alias="taskId")
     wait: bool = Field(default=False, description="for a task this node sent: wait until it "
                                                   "ends or asks for input")
     timeout: WaitSeconds = DEFAULT_WAIT_S
@@ -135,7 +135,7 @@ def _with_next_step(task: dict[str, Any], waited: bool) -> str:
 
 
 class ListTasks(Arguments):
-    aid: Aid | None = Field(default=None, description="only tasks sent to this agent")
+    aid: AidArgument | None = Field(default=None, description="only tasks sent to this agent")
     context_id: str | None = Field(default=None, alias="contextId",
                                    description="only tasks of this conversation")
     state: StateWord | None = Field(default=None, description="only tasks in this state")
@@ -162,7 +162,7 @@ async def list_tasks(arguments: ListTasks, call: McpCall) -> McpResult:
 
 
 class CancelTask(Arguments):
-    task_id: TaskId = Field(alias="taskId")
+    task_id: TaskIdArgument = Field(alias="taskId")
 
 
 async def cancel_task(arguments: CancelTask, call: McpCall) -> McpResult:
@@ -171,7 +171,7 @@ async def cancel_task(arguments: CancelTask, call: McpCall) -> McpResult:
 
 
 class ReviewAgent(Arguments):
-    task_id: TaskId = Field(alias="taskId",
+    task_id: TaskIdArgument = Field(alias="taskId",
                             description="a task this node sent that the agent completed")
     rating: int = Field(ge=1, le=5, description="1 (poor) to 5 (excellent)")
     text: str = Field(default="", max_length=2000, description="a few words for others")

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from anet_core.api import AnetError, AsyncControlClient, DataPaths, McpCall, McpTool, Plugins
 
-log = logging.getLogger("anet.mcp")
+log = logging.getLogger(__name__)
 
 OWN_MODULE = "mcp"
 
@@ -103,8 +103,8 @@ def invalid_arguments(tool: McpTool, error: ValidationError) -> AnetError:
 
 
 def error_result(error: AnetError) -> types.CallToolResult:
-    if error.reference in TOOL_HINTS:
-        error = AnetError(error.reference, error.message, hint=TOOL_HINTS[error.reference],
+    if error.reason in TOOL_HINTS:
+        error = AnetError(error.reason, error.message, hint=TOOL_HINTS[error.reason],
                           detail=error.detail)
     return types.CallToolResult(content=[types.TextContent(type="text", text=error.render())],
                                 structured_content=error.as_dict(), is_error=True)
@@ -142,10 +142,10 @@ def build_server(tools: dict[str, McpTool], control: AsyncControlClient, *,
             result = await tool.run(arguments, McpCall(control=control,
                                                        progress=_reporter(ctx)))
         except AnetError as error:
-            log.info("%s: %s", tool.name, error.message)
+            log.info("event=tool-refused tool=%s reason=%s", tool.name, error.reason)
             return error_result(error)
         except Exception as error:  # a failing tool must not end the server
-            log.exception("the MCP tool %s (module %s) failed", tool.name, tool.module)
+            log.exception("event=tool-failed tool=%s module=%s", tool.name, tool.module)
             return error_result(AnetError(
                 "tool-failed", f"{tool.name} failed: {type(error).__name__}: {error}",
                 hint="the standard error of `anet mcp` (the host's log of this server) has "
