@@ -12,6 +12,7 @@ from __future__ import annotations
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.config import Config, read_raw, write_config
+from anet_core.control.client import AsyncControlClient
 from anet_core.control.guard import LoopbackGuard, TokenFile, bind_loopback
 from anet_core.daemon import configure_logging, running_pid
 from anet_core.doctor import CheckContext
@@ -53,6 +54,9 @@ from anet_core.records import (
     DoctorCheck,
     InboundTask,
     Lifespan,
+    McpCall,
+    McpResult,
+    McpTool,
     MessageLike,
     PolicyVeto,
     Responder,
@@ -83,6 +87,7 @@ __all__ = [
     "AidError",
     "AnetError",
     "ArtifactLike",
+    "AsyncControlClient",
     "BackendError",
     "BackendKind",
     "BackendStage",
@@ -109,6 +114,9 @@ __all__ = [
     "Lifespan",
     "Listener",
     "LoopbackGuard",
+    "McpCall",
+    "McpResult",
+    "McpTool",
     "MessageLike",
     "Node",
     "NodeKey",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         DoctorCheck,
         InboundTask,
         Lifespan,
+        McpTool,
         PolicyVeto,
         SkillSource,
         TaskClaim,
@@ -263,4 +264,35 @@ def anet_card_skills(node: Node) -> list[SkillSource]:
                 return [{"id": "greet", "name": "Greet", "description": "Says hello",
                          "tags": ["greeting"]}]
             return [SkillSource(module="greeter", read=read)]
+    """
+
+
+@hookspec
+def anet_mcp_tools() -> list[McpTool]:
+    """Add tools to the MCP server of ``anet mcp`` (module mcp), served beside its own.
+
+    Called once when ``anet mcp`` starts, in that process, not in the daemon: a tool reaches
+    the node through the control plane (``call.control``, routes a module adds with
+    ``anet_routes``) and reports progress with ``call.progress``. Tool names are unique (two
+    tools of one name stop ``anet mcp`` with an error naming both modules), so start them with
+    the module's name; the module mcp's own tools are listed first. The core does not import
+    the MCP SDK: the module mcp turns the records into MCP tools, validates the arguments with
+    ``McpTool.arguments`` and presents errors.
+
+    Example::
+
+        class GreetArguments(BaseModel):
+            model_config = ConfigDict(extra="forbid")
+            who: str = Field(description="whom to greet")
+
+        async def greet(arguments, call):
+            await call.progress("asking the node")
+            hello = await call.control.get("/greeter/hello")
+            return McpResult(text=f"{hello['hello']}, {arguments.who}", data=hello)
+
+        @hookimpl
+        def anet_mcp_tools():
+            return [McpTool(name="greeter_greet", description="Greet someone through the node",
+                            arguments=GreetArguments, run=greet, read_only=True,
+                            open_world=False, module="greeter")]
     """

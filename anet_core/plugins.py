@@ -24,6 +24,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "anet_core.builtins.core_routes",
     "anet_core.builtins.join",
     "anet_core.builtins.tasks_cli",
+    "anet_core.builtins.task_events",
     "anet_core.builtins.directory_cli",
     "anet_core.builtins.identity_cli",
     "anet_core.demo",
@@ -34,6 +35,7 @@ KNOWN_MODULES: dict[str, str] = {
     "a2a": "anet-a2a",
     "backends": "anet-backends",
     "hub": "anet-hub",
+    "mcp": "anet-mcp",
     "x402": "anet-x402",
 }
 """The modules this project publishes, by module name, with their distributions."""

@@ -1,5 +1,5 @@
 """The home hub's directory and reviews: ``anet agents``, ``anet review``, and their control
-routes ``/tasks/agents`` and ``/tasks/review``."""
+routes ``/tasks/agents``, ``/tasks/agents/<aid>`` and ``/tasks/review``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import Field
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.control.parsing import RequestBody, query_number, read_body
-from anet_core.link import SearchQuery, directory_listing
+from anet_core.link import SearchQuery, Verification, directory_listing
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import CliCommand, ControlRoutes
 
@@ -37,6 +37,17 @@ async def agents(request: web.Request) -> web.Response:
         cursor=query.get("cursor"), limit=limit))
     return web.json_response({"agents": directory_listing(page.peers, own_aid=node.aid),
                               "nextCursor": page.next_cursor})
+
+
+@routes.get("/agents/{aid}")
+async def agent(request: web.Request) -> web.Response:
+    """One agent of the directory, with its whole signed card when the card verified."""
+    node = request.config_dict[NODE_KEY]
+    peer = await node.tasks.agent(request.match_info["aid"])
+    [entry] = directory_listing([peer], own_aid=node.aid)
+    if peer.verification is Verification.VERIFIED and peer.card is not None:
+        entry["card"] = peer.card
+    return web.json_response(entry)
 
 
 @routes.post("/review")

@@ -36,6 +36,10 @@ class SendRequest(RequestBody):
     aid: str
     text: str = Field(min_length=1)
     skill: str | None = None
+    context_id: str | None = Field(default=None, alias="contextId")
+    """A new task in this context (a conversation with the agent continues)."""
+    task_id: str | None = Field(default=None, alias="taskId")
+    """The answer to a task of this agent that waits for input."""
 
 
 class ReplyRequest(RequestBody):
@@ -68,7 +72,12 @@ def _layer(request: web.Request) -> TaskLayer:
 @routes.post("/send")
 async def send(request: web.Request) -> web.Response:
     body = await read_body(request, SendRequest)
-    message = {"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": body.text}]}
+    message: dict[str, Any] = {"messageId": new_id(), "role": "ROLE_USER",
+                               "parts": [{"text": body.text}]}
+    if body.context_id:
+        message["contextId"] = body.context_id
+    if body.task_id:
+        message["taskId"] = body.task_id
     return web.json_response(await _layer(request).send(body.aid, message, skill=body.skill))
 
 

@@ -1,15 +1,48 @@
-"""The CLI's side of the control plane: a small synchronous client with the control token."""
+"""Clients of the control plane, with the control token: a synchronous one for the CLI and an
+asynchronous one (``anet mcp``, anything that follows a task while it runs)."""
 
 from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import AsyncIterator
 from typing import Any
+
+import aiohttp
 
 from anet_core.errors import AnetError
 from anet_core.settings import DataPaths
 
 NOT_RUNNING_HINT = "start it with `anet up`"
+UNREACHABLE_HINT = "see the log with `tail logs/anetd.log` in the data directory"
+EVENT_KEEPALIVE_S = 15.0
+"""How often the daemon writes a comment on an idle event stream (``: keep-alive``), so that
+both ends notice a connection that died."""
+
+
+def _endpoint(paths: DataPaths) -> tuple[str, int, str]:
+    try:
+        address = paths.control_addr.read_text().strip()
+        token = paths.control_token.read_text().strip()
+    except FileNotFoundError:
+        raise AnetError("daemon-not-running", f"the node in {paths.root} is not running",
+                        hint=NOT_RUNNING_HINT) from None
+    host, _, port = address.rpartition(":")
+    return host, int(port), token
+
+
+def _not_listening(paths: DataPaths, host: str, port: int) -> AnetError:
+    return AnetError("daemon-not-running", f"the node in {paths.root} is not running "
+                     f"(nothing listens on {host}:{port})", hint=NOT_RUNNING_HINT)
+
+
+def _unreachable(host: str, port: int, error: Exception) -> AnetError:
+    return AnetError("daemon-unreachable", f"the daemon at {host}:{port} did not answer: {error}",
+                     hint=UNREACHABLE_HINT)
+
+
+def _headers(host: str, port: int, token: str) -> dict[str, str]:
+    return {"Host": f"{host}:{port}", "Authorization": f"Bearer {token}"}
 
 
 def answer(method: str, path: str, status: int, content_type: str, data: bytes) -> Any:
@@ -37,20 +70,9 @@ class ControlClient:
         self.paths = paths
         self.timeout = timeout
 
-    def _endpoint(self) -> tuple[str, int, str]:
-        try:
-            address = self.paths.control_addr.read_text().strip()
-            token = self.paths.control_token.read_text().strip()
-        except FileNotFoundError:
-            raise AnetError("daemon-not-running",
-                            f"the node in {self.paths.root} is not running",
-                            hint=NOT_RUNNING_HINT) from None
-        host, _, port = address.rpartition(":")
-        return host, int(port), token
-
     def request(self, method: str, path: str, body: Any = None) -> Any:
-        host, port, token = self._endpoint()
-        headers = {"Host": f"{host}:{port}", "Authorization": f"Bearer {token}"}
+        host, port, token = _endpoint(self.paths)
+        headers = _headers(host, port, token)
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()
@@ -61,14 +83,9 @@ class ControlClient:
             response = connection.getresponse()
             data = response.read()
         except ConnectionRefusedError:
-            raise AnetError("daemon-not-running",
-                            f"the node in {self.paths.root} is not running "
-                            f"(nothing listens on {host}:{port})", hint=NOT_RUNNING_HINT) from None
+            raise _not_listening(self.paths, host, port) from None
         except OSError as error:
-            raise AnetError("daemon-unreachable",
-                            f"the daemon at {host}:{port} did not answer: {error}",
-                            hint="see the log with `tail logs/anetd.log` in the data "
-                                 "directory") from None
+            raise _unreachable(host, port, error) from None
         finally:
             connection.close()
         return answer(method, path, response.status, response.getheader("Content-Type", ""),
@@ -79,3 +96,80 @@ class ControlClient:
 
     def post(self, path: str, body: Any = None) -> Any:
         return self.request("POST", path, {} if body is None else body)
+
+
+class AsyncControlClient:
+    """The same calls on the event loop, and :meth:`events` to follow a stream of server-sent
+    events (``GET /tasks/task/<id>/events``). The address and token are read afresh for every
+    call, so a daemon started (or restarted) after this client was made is found."""
+
+    def __init__(self, paths: DataPaths, *, timeout: float = 30.0) -> None:
+        self.paths = paths
+        self.timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> AsyncControlClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        return self._session
+
+    def _failed(self, host: str, port: int, error: Exception) -> AnetError:
+        refused = isinstance(error, aiohttp.ClientConnectorError) \
+            and isinstance(error.os_error, ConnectionRefusedError)
+        return _not_listening(self.paths, host, port) if refused else \
+            _unreachable(host, port, error)
+
+    async def request(self, method: str, path: str, body: Any = None) -> Any:
+        host, port, token = _endpoint(self.paths)
+        try:
+            async with self._client().request(
+                    method, f"http://{host}:{port}{path}", json=body,
+                    headers=_headers(host, port, token),
+                    timeout=aiohttp.ClientTimeout(total=self.timeout)) as response:
+                data = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise self._failed(host, port, error) from None
+        return answer(method, path, response.status, response.headers.get("Content-Type", ""),
+                      data)
+
+    async def get(self, path: str) -> Any:
+        return await self.request("GET", path)
+
+    async def post(self, path: str, body: Any = None) -> Any:
+        return await self.request("POST", path, {} if body is None else body)
+
+    async def events(self, path: str) -> AsyncIterator[dict[str, Any]]:
+        """Each ``data:`` event of a server-sent event stream, parsed, until the daemon ends the
+        stream. Leaving the ``async for`` closes the connection and nothing else."""
+        host, port, token = _endpoint(self.paths)
+        # No total timeout: the stream lasts as long as the task; the daemon's keep-alive
+        # comments keep the connection busy, so a read that stalls means a dead daemon.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
+                                        sock_read=self.timeout + EVENT_KEEPALIVE_S)
+        try:
+            async with self._client().get(f"http://{host}:{port}{path}", timeout=timeout,
+                                          headers=_headers(host, port, token)) as response:
+                if response.status >= 400:
+                    answer("GET", path, response.status,
+                           response.headers.get("Content-Type", ""), await response.read())
+                data: list[str] = []
+                async for raw in response.content:
+                    line = raw.decode().rstrip("\r\n")
+                    if line.startswith("data:"):
+                        data.append(line[5:].removeprefix(" "))
+                    elif not line and data:
+                        yield json.loads("\n".join(data))
+                        data = []
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise self._failed(host, port, error) from None

@@ -24,22 +24,18 @@ MAX_ID_LENGTH = 200
 
 
 class Reason(StrEnum):
-    """Values of ``anet.reason``: why a task was refused, failed, or waits."""
+    """Values of ``anet.reason``: why a task was refused, failed, or waits (docs/mcp.md,
+    "Task metadata", says what each means)."""
 
     REJECTED_BY_POLICY = "rejected_by_policy"
     NOT_TRUSTED = "not_trusted"
     REJECTED_BY_PROVIDER = "rejected_by_provider"
     QUEUED_FOR_OPERATOR = "queued_for_operator"
     PROVIDER_FAILED = "provider_failed"
-    PROVIDER_RESTARTED = "provider_restarted"
     NO_RESPONSE = "no_response"
     UNKNOWN_AGENT = "unknown_agent"
     HUB_REFUSED = "hub_refused"
     CANCELED_BY_REQUESTER = "canceled_by_requester"
-    TASK_ID_CONFLICT = "task_id_conflict"
-    TASK_NOT_FOUND = "task_not_found"
-    TASK_CLOSED = "task_closed"
-    INVALID_MESSAGE = "invalid_message"
 
 
 METADATA_PREFIX = "anet."
@@ -47,7 +43,8 @@ METADATA_PREFIX = "anet."
 
 
 class TaskMetadata(StrEnum):
-    """The ``anet.*`` keys anet writes in A2A metadata (docs/protocol.md, "Task metadata")."""
+    """The ``anet.*`` keys anet writes in A2A metadata (the task's: docs/mcp.md, "Task
+    metadata"; what a backend receives: docs/backends.md)."""
 
     STATE_SEQ = "anet.state_seq"
     """On a task (requester side): the ``stateSeq`` of the last provider update applied."""

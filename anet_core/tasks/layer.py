@@ -11,7 +11,7 @@ from typing import Any
 
 from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity, check_aid
-from anet_core.link import HubLink
+from anet_core.link import HubLink, PeerInfo
 from anet_core.store import Store
 from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
@@ -90,6 +90,10 @@ class TaskLayer:
     def peer_of(self, task_id: str) -> str:
         """The AID of the agent a task was sent to."""
         return self.requester.peer_of(task_id)
+
+    async def agent(self, aid: str) -> PeerInfo:
+        """The checked directory entry of the remote agent ``aid`` (see Requester.agent)."""
+        return await self.requester.agent(aid)
 
     async def review(self, task_id: str, rating: int, text: str = "") -> dict[str, Any]:
         """Rate the agent that completed ``task_id`` at the hub, with its receipt as proof."""

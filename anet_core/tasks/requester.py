@@ -164,6 +164,12 @@ class Requester:
         stored = self._task_of(aid, task_id)
         return self._events.subscribe(task_id, stored.task)
 
+    async def agent(self, aid: str) -> PeerInfo:
+        """The checked directory entry of the remote agent ``aid``; refused (:class:`TaskError`)
+        for an invalid AID, this node's own, or an agent the hub does not know."""
+        self._check_remote(aid)
+        return await self._peer(aid)
+
     def peer_of(self, task_id: str) -> str:
         """The AID of the agent a task was sent to."""
         return self._task_of(None, task_id).peer_aid

@@ -9,6 +9,9 @@ import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,3 +116,26 @@ class NodeDir:
     def stop(self) -> None:
         if (self.root / "config.json").exists():
             self.run("stop", check=False)
+
+
+@contextmanager
+def hub_and_nodes(root: Path, *names: str,
+                  disabled: str = "a2a") -> Iterator[tuple[HubProcess, list[NodeDir]]]:
+    """A hub process and a running daemon per name (its ``node.name``), each registered at
+    the hub; all stopped at the end."""
+    hub = HubProcess(root / "hub", free_port()).start()
+    nodes = [NodeDir(root / name, disabled=disabled) for name in names]
+    try:
+        for node in nodes:
+            node.run("init")
+            (node.root / "config.json").write_text(json.dumps(
+                {"node": {"name": node.root.name, "description": f"{node.root.name}'s agent"},
+                 "modules": {}}))
+            node.run("join", hub.url)
+            node.run("up")
+            node.wait_registered()
+        yield hub, nodes
+    finally:
+        for node in nodes:
+            node.stop()
+        hub.stop()
