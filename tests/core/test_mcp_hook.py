@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from anet_core import hookimpl
 from anet_core.control.client import AsyncControlClient
 from anet_core.records import McpCall, McpResult, McpTool
-from tests.support.nodes import running_node
 from tests.core.test_hooks import plugins_with
+from tests.support.nodes import running_node
 
 CORE = Path(__file__).resolve().parents[2] / "anet_core"
 

@@ -60,7 +60,8 @@ async def test_find_send_progress_inbox_reply(network: Network, tmp_path: Path) 
             sent = group.create_task(alice.ok("send_task", {
                 "aid": bob_aid, "text": "summarize: hubs relay, nodes seal", "timeout": 60},
                 timeout=90))
-            waiting = await eventually(lambda: alice.progress, "alice's first progress notification")
+            waiting = await eventually(lambda: alice.progress,
+                                       "alice's first progress notification")
             task_id = waiting[0].split()[2]  # "sent task <id> to <aid>"
             arrived = await inbox_task(bob, task_id)
             assert arrived["peer"] == alice_aid
