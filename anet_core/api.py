@@ -27,6 +27,7 @@ from anet_core.identity import (
     verify_history,
     verify_signature,
 )
+from anet_core.identity.keystore import IdentityError
 from anet_core.link import (
     HubError,
     KeyState,
@@ -104,6 +105,7 @@ __all__ = [
     "HubError",
     "Identity",
     "InboundPolicy",
+    "IdentityError",
     "InboundTask",
     "KeyState",
     "Lifespan",

@@ -113,8 +113,10 @@ class Session:
         try:
             await self._dispatch(frame, len(text))
         except Refusal as refusal:
+            self.hub.relay.metrics.refused.labels(refusal.reason).inc()
             await self._send(refusal.frame(rid))
         except StorageError as error:
+            self.hub.relay.metrics.storage_errors.inc()
             log.error("event=storage-error aid=%s reason=%s", self.aid, error.reason)
             await self._send(ErrorFrame(rid=rid, reason=error.reason,
                                         message=f"{error.message}; try again later"))
@@ -136,7 +138,7 @@ class Session:
             if self.conn is not None:
                 await self.hub.relay.ack(self.conn, frame.id)
             return
-        self.hub.relay.admit_request(aid)
+        await self.hub.relay.admit_request(aid)
         if isinstance(frame, PublishFrame):
             await self.hub.directory.publish_card(aid, frame.card)
             log.info("event=card-published aid=%s", aid)
@@ -184,7 +186,7 @@ class Session:
     async def _go_live(self) -> None:
         assert self.aid is not None
         self.conn = Connection(self.aid, self.ws, self.hub.storage)
-        replaced = self.hub.relay.attach(self.conn)
+        replaced = await self.hub.relay.attach(self.conn)
         if replaced is not None:
             log.info("event=replaced aid=%s", self.aid)
             await replaced.ws.close(code=4001, message=b"replaced by a newer connection")
@@ -233,7 +235,7 @@ class Session:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.conn is not None:
-            self.hub.relay.detach(self.conn)
+            await self.hub.relay.detach(self.conn)
         if self.aid is not None:
             try:
                 await self.hub.storage.touch(self.aid, time.time())

@@ -1,0 +1,285 @@
+"""A hub of several instances (`anet hub serve --postgres … --nats …`, real processes) on a real
+PostgreSQL and a real NATS (tests.hub.servers), with real nodes running their task layers in this
+process: tasks across instances, the SIGKILL of an instance under 200 tasks, restarts of
+PostgreSQL and of NATS. Every task must end, and none may reach the provider twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+pytest.importorskip("asyncpg")
+pytest.importorskip("nats")
+
+from anet_core import hookimpl
+from anet_core.builtins.lifecycle import initialise
+from anet_core.config import read_raw, write_config
+from anet_core.link.contract import JoinState
+from anet_core.node import Node
+from anet_core.plugins import make_plugins
+from anet_core.records import InboundTask, TaskClaim
+from anet_core.settings import Settings
+from tests.conftest import running_node
+from tests.hub.servers import (  # noqa: F401 - the fixtures
+    NatsServer,
+    PostgresServer,
+    TcpBalancer,
+    nats,
+    postgres,
+)
+from tests.support import ANET, REPO, HubProcess, free_port, until
+
+pytestmark = pytest.mark.timeout(240)
+
+COMPLETED = "TASK_STATE_COMPLETED"
+TASKS_UNDER_KILL = 200
+RECOVERY_S = 60.0
+SEND_PAUSE_S = 0.02
+
+
+class Provider:
+    """Bob's module: serves every task at once and counts what reached it."""
+
+    def __init__(self) -> None:
+        self.served: Counter[str] = Counter()
+
+    @hookimpl
+    def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim | None:
+        async def serve(task: InboundTask, responder: Any) -> None:
+            self.served[task.task_id] += 1
+            await responder.complete(artifacts=[f"done: {task.message['parts'][0]['text']}"])
+
+        return TaskClaim(module="provider", serve=serve)
+
+
+@dataclass
+class Cluster:
+    """Instances of one hub: the first makes the operator key, the others get a copy of it."""
+
+    root: Path
+    database: str
+    nats_url: str
+    public_url: str | None = None
+    instances: list[HubProcess] = field(default_factory=list)
+
+    def add(self) -> HubProcess:
+        data = self.root / f"instance{len(self.instances)}" / "hub"
+        if self.instances:
+            data.mkdir(parents=True)
+            shutil.copytree(self.instances[0].data / "identity", data / "identity")
+        options = ["--postgres", self.database, "--nats", self.nats_url]
+        if self.public_url:
+            options += ["--public-url", self.public_url]
+        instance = HubProcess(data, free_port(), options=tuple(options)).start()
+        self.instances.append(instance)
+        return instance
+
+    def stop(self) -> None:
+        for instance in self.instances:
+            instance.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, postgres: PostgresServer,  # noqa: F811 - the fixtures
+            nats: NatsServer) -> Iterator[Cluster]:  # noqa: F811
+    database = postgres.create_database(f"hub_{uuid.uuid4().hex[:12]}")
+    made = Cluster(tmp_path / "hub", database, nats.url)
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
+async def start_node(stack: AsyncExitStack, root: Path, url: str,
+                     provider: Provider | None = None) -> Node:
+    settings = Settings(data_dir=root)
+    initialise(settings.paths)
+    raw = read_raw(settings.paths.config)
+    raw["hub"] = {"url": url}
+    write_config(settings.paths.config, raw)
+    plugins = make_plugins(load_entry_points=False)
+    if provider is not None:
+        plugins.pm.register(provider, name="provider")
+    node = await stack.enter_async_context(running_node(root, plugins))
+    await until(lambda: node.hub.status.state is JoinState.REGISTERED,
+                f"{root.name} registered at {url}")
+    return node
+
+
+async def send_tasks(alice: Node, bob: Node, count: int, label: str, *,
+                     pause: float = 0.0) -> list[str]:
+    ids = []
+    for n in range(count):
+        await asyncio.sleep(pause)
+        task = await alice.tasks.send(bob.identity.aid, {
+            "messageId": f"m-{uuid.uuid4().hex}", "role": "ROLE_USER",
+            "parts": [{"text": f"{label} {n}"}]})
+        ids.append(task["id"])
+    return ids
+
+
+def states(alice: Node, ids: list[str]) -> Counter[str]:
+    return Counter(alice.tasks.get(None, task_id)["status"]["state"] for task_id in ids)
+
+
+async def all_completed(alice: Node, ids: list[str], timeout: float = RECOVERY_S) -> None:
+    await until(lambda: states(alice, ids) == Counter({COMPLETED: len(ids)}),
+                f"all {len(ids)} tasks completed (now {dict(states(alice, ids))})", timeout)
+
+
+async def get_json(url: str) -> tuple[int, Any]:
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        return response.status, await response.json(content_type=None)
+
+
+async def metric(instance: HubProcess, name: str) -> float:
+    async with aiohttp.ClientSession() as http, \
+            http.get(f"http://127.0.0.1:{instance.port}/metrics") as response:
+        text = await response.text()
+    values = [float(line.split()[-1]) for line in text.splitlines()
+              if line.startswith(name + " ") or line.startswith(name + "{")]
+    return sum(values)
+
+
+async def hub_doctor(data: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
+    process = await asyncio.create_subprocess_exec(
+        *ANET, "hub", "doctor", "--data", str(data), "--json", *extra, cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    async with asyncio.timeout(30):
+        out, err = await process.communicate()
+    assert out, err.decode()
+    return process.returncode or 0, json.loads(out)
+
+
+def down(report: list[dict[str, Any]]) -> list[str]:
+    return [item["name"] for item in report if not item["ok"]]
+
+
+async def test_tasks_across_two_instances(cluster: Cluster, tmp_path: Path) -> None:
+    first, second = cluster.add(), cluster.add()
+    provider = Provider()
+    async with AsyncExitStack() as stack:
+        bob = await start_node(stack, tmp_path / "bob", second.url, provider)
+        alice = await start_node(stack, tmp_path / "alice", first.url)
+        # One directory: each instance answers for a node connected to the other.
+        assert (await alice.hub.peer(bob.identity.aid)).aid == bob.identity.aid
+        ids = await send_tasks(alice, bob, 20, "across")
+        await all_completed(alice, ids)
+        done = alice.tasks.get(None, ids[3])
+        assert done["artifacts"][0]["parts"] == [{"text": "done: across 3"}]
+        assert done["metadata"]["anet.receipt_verified"] is True
+        assert sorted(provider.served) == sorted(ids) and set(provider.served.values()) == {1}
+
+        # Alice's envelopes were accepted at the first instance and acknowledged at the second.
+        assert await metric(first, "anet_hub_envelopes_relayed_total") >= 20
+        assert await metric(second, "anet_hub_envelopes_delivered_total") >= 20
+        assert await metric(second, "anet_hub_relay_latency_seconds_count") >= 20
+        assert await metric(first, "anet_hub_connected_nodes") == 1
+        assert await metric(first, "anet_hub_broker_connected") == 1
+        for instance in (first, second):
+            status, ready = await get_json(f"http://127.0.0.1:{instance.port}/readyz")
+            assert status == 200 and ready["ready"] is True
+            assert [item["name"] for item in ready["dependencies"]] == ["storage", "broker"]
+            assert (await get_json(f"http://127.0.0.1:{instance.port}/healthz"))[0] == 200
+        code, report = await hub_doctor(second.data, "--url", f"http://127.0.0.1:{second.port}")
+        assert code == 0 and [item["name"] for item in report] == [
+            "identity", "storage", "broker", "instance"]
+
+
+async def test_an_instance_killed_under_200_tasks(cluster: Cluster, tmp_path: Path) -> None:
+    balancer = TcpBalancer([]).start()
+    try:
+        cluster.public_url = balancer.url
+        balancer.backends.extend(cluster.add().port for _ in range(3))
+        provider = Provider()
+        async with AsyncExitStack() as stack:
+            alice = await start_node(stack, tmp_path / "alice", balancer.url)
+            before = Counter(balancer.connections)
+            bob = await start_node(stack, tmp_path / "bob", balancer.url, provider)
+            [bobs_port] = (Counter(balancer.connections) - before).keys()
+            victim = next(i for i in cluster.instances if i.port == bobs_port)
+
+            # Sent at a steady pace, so the kill falls in the middle of the traffic.
+            sending = asyncio.create_task(send_tasks(alice, bob, TASKS_UNDER_KILL, "load",
+                                                     pause=SEND_PAUSE_S))
+            await until(lambda: len(provider.served) >= TASKS_UNDER_KILL // 4,
+                        "a quarter of the tasks served")
+            victim.kill()
+            killed_at = len(provider.served)
+            ids = await asyncio.wait_for(sending, RECOVERY_S)
+            assert killed_at < TASKS_UNDER_KILL // 2, "the kill came after most of the traffic"
+            await until(lambda: bob.hub.status.state is not JoinState.REGISTERED
+                        or balancer.connections[bobs_port] == 0, "bob lost his instance")
+            await all_completed(alice, ids, RECOVERY_S)
+            await until(lambda: bob.hub.status.state is JoinState.REGISTERED,
+                        "bob registered at another instance")
+            assert balancer.connections[bobs_port] == 0
+            assert sorted(provider.served) == sorted(ids)
+            twice = {task_id: n for task_id, n in provider.served.items() if n != 1}
+            assert twice == {}, f"served more than once: {twice}"
+    finally:
+        balancer.stop()
+
+
+async def test_postgres_and_nats_restart(cluster: Cluster, tmp_path: Path,
+                                         postgres: PostgresServer,  # noqa: F811
+                                         nats: NatsServer) -> None:  # noqa: F811
+    first, second = cluster.add(), cluster.add()
+    provider = Provider()
+    readyz = f"http://127.0.0.1:{first.port}/readyz"
+    async with AsyncExitStack() as stack:
+        bob = await start_node(stack, tmp_path / "bob", second.url, provider)
+        alice = await start_node(stack, tmp_path / "alice", first.url)
+        await all_completed(alice, await send_tasks(alice, bob, 5, "warm-up"))
+
+        nats.stop()
+        try:
+            status, ready = await until(lambda: _not_ready(readyz), "readyz reports NATS down")
+            assert status == 503 and _down_names(ready) == ["broker"]
+            code, report = await hub_doctor(first.data, "--url", f"http://127.0.0.1:{first.port}")
+            assert code == 1 and down(report) == ["broker", "instance"]
+            during = await send_tasks(alice, bob, 5, "nats-down")
+        finally:
+            nats.start()
+        await all_completed(alice, during)
+        await until(lambda: _ready(readyz), "readyz is ready again after NATS")
+
+        postgres.stop()
+        try:
+            status, ready = await until(lambda: _not_ready(readyz), "readyz reports PG down")
+            assert status == 503 and "storage" in _down_names(ready)
+            code, report = await hub_doctor(first.data)
+            assert code == 1 and down(report) == ["storage"]
+            during = await send_tasks(alice, bob, 5, "postgres-down")
+        finally:
+            postgres.start()
+        await all_completed(alice, during)
+        await until(lambda: _ready(readyz), "readyz is ready again after PostgreSQL")
+        assert set(provider.served.values()) == {1} and len(provider.served) == 15
+        assert await metric(first, "anet_hub_storage_errors_total") >= 1
+        assert await metric(first, "anet_hub_broker_errors_total") >= 1
+
+
+async def _not_ready(url: str) -> tuple[int, Any] | None:
+    status, body = await get_json(url)
+    return (status, body) if status != 200 else None
+
+
+async def _ready(url: str) -> bool:
+    return (await get_json(url))[0] == 200
+
+
+def _down_names(ready: dict[str, Any]) -> list[str]:
+    return [item["name"] for item in ready["dependencies"] if not item["ok"]]
