@@ -36,6 +36,7 @@ from anet_core.link import (
     Verification,
     directory_listing,
 )
+from anet_core.metrics import NodeMetrics
 from anet_core.node import NODE_KEY, Listener, Node, NodeKey
 from anet_core.plugins import Plugins
 from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
@@ -104,8 +105,8 @@ __all__ = [
     "HistoryError",
     "HubError",
     "Identity",
-    "InboundPolicy",
     "IdentityError",
+    "InboundPolicy",
     "InboundTask",
     "KeyState",
     "Lifespan",
@@ -114,6 +115,7 @@ __all__ = [
     "MessageLike",
     "Node",
     "NodeKey",
+    "NodeMetrics",
     "PeerInfo",
     "Plugins",
     "PolicyVeto",

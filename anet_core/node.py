@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from aiohttp import web
 
 from anet_core.config import Config
+from anet_core.metrics import NodeMetrics
 from anet_core.plugins import Plugins
 from anet_core.settings import DataPaths, Settings
 
@@ -69,6 +70,7 @@ class Node:
     hub: HubLink = field(init=False)
     tasks: TaskLayer = field(init=False)
     module_state: dict[NodeKey[Any], Any] = field(default_factory=dict)
+    metrics: NodeMetrics = field(default_factory=NodeMetrics)
     started_at: float = field(default_factory=time.time)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -127,6 +129,7 @@ class Node:
         from anet_core.evidence import EvidenceChain
         from anet_core.store import open_store
         self.store = await stack.enter_async_context(open_store(self.paths.database))
+        self.metrics.follow_store(self.store)
         self.evidence = EvidenceChain(self.paths.evidence_chain, self.identity)
         from anet_core.link.client import open_hub_link
         self.hub = await stack.enter_async_context(open_hub_link(self))

@@ -57,6 +57,7 @@ class EnvelopeReceiver:
         self._run_effects = run_effects
 
     async def __call__(self, envelope: dict[str, Any]) -> None:
+        self._node.metrics.envelopes_received.inc()
         try:
             header = peek_header(envelope)
         except EnvelopeError as error:

@@ -92,6 +92,7 @@ class Outbox:
                                 entry.body)
                 self._store.outbox_sealed(entry.seq, envelope)
             await hub.send(envelope)
+            self._node.metrics.envelopes_sent.inc()
         except HubError as error:
             if error.reason in PERMANENT_REFUSALS:
                 log.warning("event=envelope-refused-for-good id=%s task=%s reason=%s message=%r",

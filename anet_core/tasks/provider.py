@@ -381,6 +381,7 @@ class Provider:
                 for start in range(0, len(tasks), MAX_ALIVE_TASKS):
                     body = wire_body(TaskAlive(tasks=tasks[start:start + MAX_ALIVE_TASKS]))
                     await hub.send(seal(self._node.identity, peer_aid, peer.encryption_key, body))
+                    self._node.metrics.envelopes_sent.inc()
                     sent += 1
             except (HubError, ValueError) as error:
                 log.info("event=keep-alive-skipped to=%s error=%r", peer_aid,

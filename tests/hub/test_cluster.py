@@ -147,10 +147,25 @@ async def get_json(url: str) -> tuple[int, Any]:
 async def metric(instance: HubProcess, name: str) -> float:
     async with aiohttp.ClientSession() as http, \
             http.get(f"http://127.0.0.1:{instance.port}/metrics") as response:
-        text = await response.text()
-    values = [float(line.split()[-1]) for line in text.splitlines()
-              if line.startswith(name + " ") or line.startswith(name + "{")]
-    return sum(values)
+        return summed(await response.text(), name)
+
+
+async def node_metric(node: Node, name: str) -> float:
+    """From the node's control plane, with its control token, as Prometheus scrapes it."""
+    token = node.paths.control_token.read_text().strip()
+    url = f"http://{node.listeners['control'].address}/metrics/"
+    async with aiohttp.ClientSession() as http, \
+            http.get(url, headers={"Authorization": f"Bearer {token}"}) as response:
+        assert response.status == 200, await response.text()
+        return summed(await response.text(), name)
+
+
+def summed(exposition: str, name: str) -> float:
+    """The sum of the samples of ``name`` (``name{labels}`` picks some)."""
+    prefix = name if "{" in name else None
+    return sum(float(line.split()[-1]) for line in exposition.splitlines()
+               if (line.startswith(prefix) if prefix else
+                   line.startswith(name + " ") or line.startswith(name + "{")))
 
 
 async def hub_doctor(data: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
@@ -181,6 +196,13 @@ async def test_tasks_across_two_instances(cluster: Cluster, tmp_path: Path) -> N
         assert done["artifacts"][0]["parts"] == [{"text": "done: across 3"}]
         assert done["metadata"]["anet.receipt_verified"] is True
         assert sorted(provider.served) == sorted(ids) and set(provider.served.values()) == {1}
+        assert await node_metric(alice, "anet_node_envelopes_sent_total") >= 20
+        assert await node_metric(bob, "anet_node_envelopes_received_total") >= 20
+        assert await node_metric(
+            alice, 'anet_node_tasks{role="requester",state="TASK_STATE_COMPLETED"}') == 20
+        assert await node_metric(
+            bob, 'anet_node_tasks{role="provider",state="TASK_STATE_COMPLETED"}') == 20
+        assert await node_metric(alice, "anet_node_outbox_depth") == 0
 
         # Alice's envelopes were accepted at the first instance and acknowledged at the second.
         assert await metric(first, "anet_hub_envelopes_relayed_total") >= 20
