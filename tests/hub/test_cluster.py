@@ -31,6 +31,7 @@ from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.settings import Settings
+from anet_hub.deployment import Deployment
 from tests.conftest import running_node
 from tests.hub.servers import (  # noqa: F401 - the fixtures
     NatsServer,
@@ -305,3 +306,41 @@ async def _ready(url: str) -> bool:
 
 def _down_names(ready: dict[str, Any]) -> list[str]:
     return [item["name"] for item in ready["dependencies"] if not item["ok"]]
+
+
+# --- two instances in this process, to look inside -------------------------------------------
+
+
+async def test_one_hub_across_instances_for_limits_presence_and_replacement(
+        tmp_path: Path, hub_factory: Any, raw: Any, nodes: Any, inbox_factory: Any,
+        postgres: PostgresServer, nats: NatsServer) -> None:  # noqa: F811
+    deployment = Deployment(postgres=postgres.create_database(f"hub_{uuid.uuid4().hex[:12]}"),
+                            nats=nats.url)
+    limits = {"rate_per_second": 0.01, "burst": 4}  # four requests, then none for 100 s
+    first = await hub_factory(data_dir=tmp_path / "one", deployment=deployment, **limits)
+    (tmp_path / "two").mkdir()
+    shutil.copytree(tmp_path / "one" / "identity", tmp_path / "two" / "identity")
+    second = await hub_factory(data_dir=tmp_path / "two", deployment=deployment, **limits)
+    assert first.state.identity.aid == second.state.identity.aid
+
+    # Presence: bob at the second instance is online in the first one's directory.
+    await nodes.connect("bob", second, receiver=inbox_factory())
+    bob = nodes.identity("bob").aid
+    dave = nodes.identity("dave")
+    ws_one = await raw.register(first, dave)
+    entry = await raw.ask(ws_one, {"type": "lookup", "rid": "1", "aid": bob})
+    assert entry["entry"]["online"] is True
+    for rid in "23":
+        assert (await raw.ask(ws_one, {"type": "lookup", "rid": rid, "aid": bob}))["type"] \
+            == "entry"
+
+    # Dave connects again, at the other instance: the older connection is closed, as one hub
+    # closes it, and the token bucket follows him (the register frame is not charged).
+    ws_two = await raw.register(second, dave)
+    closed = await ws_one.receive(timeout=10)
+    assert closed.type is aiohttp.WSMsgType.CLOSE and closed.data == 4001
+    assert (await raw.ask(ws_two, {"type": "lookup", "rid": "4", "aid": bob}))["type"] == "entry"
+    refused = await raw.ask(ws_two, {"type": "lookup", "rid": "5", "aid": bob})
+    assert refused["reason"] == "rate-limited" and refused["retryAfter"] > 1
+    await until(lambda: dave.aid in second.state.relay.connections
+                and dave.aid not in first.state.relay.connections, "dave only at the second")

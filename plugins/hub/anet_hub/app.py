@@ -228,9 +228,10 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
     router: ClusterRouter | None = None
     try:
         if config.deployment.nats:
-            router = await _start_router(relay, identity.aid, config.deployment.nats, metrics)
+            router = await _start_router(relay, storage, identity.aid, config.deployment.nats,
+                                         metrics)
             relay.router = router
-        directory = Directory(storage, approval=config.approval, online=relay.online)
+        directory = Directory(storage, approval=config.approval, online=relay.online_among)
         app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics, router)
         sweeper = asyncio.create_task(_sweep(storage, relay))
         try:
@@ -245,14 +246,15 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
         await storage.close()
 
 
-async def _start_router(relay: Relay, hub_aid: str, url: str,
+async def _start_router(relay: Relay, storage: HubStorage, hub_aid: str, url: str,
                         metrics: HubMetrics) -> ClusterRouter:
     try:
-        from anet_hub.cluster import NatsRouter
+        from anet_hub.cluster import NatsRouter, Presence
     except ImportError:
         raise AnetError("hub-cluster-missing", "routing over NATS needs the cluster extra",
                         hint=CLUSTER_EXTRA) from None
-    router = NatsRouter(relay, hub_aid, url, metrics)
+    assert isinstance(storage, Presence), "--nats is refused without --postgres"
+    router = NatsRouter(relay, storage, hub_aid, url, metrics)
     try:
         await router.start()
     except ConnectionError as error:

@@ -17,6 +17,10 @@ Subjects, under ``anet.hub.<hub AID>``:
                         instance closes its older connection for ``aid``, as one hub does
 ``rescan``              every instance reads the queues of its connections again
 
+Which instance holds which node is also kept in storage (:class:`Presence`), for the directory's
+``online``: an instance renews its entry every ``HEARTBEAT_S``, and one that stopped renewing it
+(killed) no longer counts after ``PRESENCE_TTL_S``.
+
 Needs the extra ``anet-hub[cluster]``.
 """
 
@@ -27,6 +31,7 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import nats
 from nats.aio.client import Client as NatsClient
@@ -38,7 +43,7 @@ from nats.errors import SlowConsumerError
 from anet_hub.deployment import Deployment, broker_name
 from anet_hub.metrics import HubMetrics
 from anet_hub.relay import Connection, Relay
-from anet_hub.storage import QueuedEnvelope
+from anet_hub.storage import QueuedEnvelope, StorageError
 
 log = logging.getLogger("anet.hub.cluster")
 
@@ -49,7 +54,24 @@ PING_INTERVAL_S = 5
 """A broker that died without closing the socket is noticed after two missed pings."""
 RESCAN_INTERVAL_S = 30.0
 HEADER_ROOM_BYTES = 1024
+HEARTBEAT_S = 5.0
+PRESENCE_TTL_S = 3 * HEARTBEAT_S
 REPLACED_CODE = 4001
+
+
+@runtime_checkable
+class Presence(Protocol):
+    """Which instance holds which node (``anet_hub.postgres``)."""
+
+    async def instance_alive(self, instance: str) -> None: ...
+
+    async def forget_instance(self, instance: str) -> None: ...
+
+    async def set_presence(self, aid: str, instance: str) -> None: ...
+
+    async def clear_presence(self, aid: str, instance: str) -> None: ...
+
+    async def present(self, aids: list[str], *, within_s: float) -> set[str]: ...
 
 
 @dataclass
@@ -57,13 +79,14 @@ class NatsRouter:
     """:class:`anet_hub.relay.Router` over a NATS connection."""
 
     relay: Relay
+    presence: Presence
     hub_aid: str
     url: str
     metrics: HubMetrics
     instance: str = field(default_factory=lambda: uuid.uuid4().hex)
     _nc: NatsClient | None = None
     _subscriptions: dict[str, Subscription] = field(default_factory=dict)
-    _rescan_task: asyncio.Task[None] | None = None
+    _loops: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
     def prefix(self) -> str:
@@ -90,13 +113,16 @@ class NatsRouter:
                                   f"{str(error) or type(error).__name__}") from error
         await self._nc.subscribe(f"{self.prefix}.rescan", cb=self._on_rescan)
         self.metrics.follow_broker(lambda: self.connected)
-        self._rescan_task = asyncio.create_task(self._rescan_forever())
+        await self.presence.instance_alive(self.instance)
+        self._loops = [asyncio.create_task(self._rescan_forever()),
+                       asyncio.create_task(self._heartbeat_forever())]
 
     async def close(self) -> None:
-        if self._rescan_task is not None:
-            self._rescan_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._rescan_task
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        with contextlib.suppress(StorageError):
+            await self.presence.forget_instance(self.instance)
         if self._nc is not None:
             with contextlib.suppress(NatsError, OSError, TimeoutError):
                 await self._nc.close()
@@ -120,12 +146,21 @@ class NatsRouter:
                              headers={"instance": self.instance, "since": repr(conn.since)})
         except (NatsError, OSError, TimeoutError) as error:
             self._failed("attach", error)
+        try:
+            await self.presence.set_presence(conn.aid, self.instance)
+        except StorageError as error:
+            log.warning("event=presence-failed aid=%s reason=%s", conn.aid, error.reason)
 
     async def detached(self, conn: Connection) -> None:
         subscription = self._subscriptions.pop(conn.aid, None)
         if subscription is not None:
             with contextlib.suppress(NatsError, OSError, TimeoutError):
                 await subscription.unsubscribe()
+        with contextlib.suppress(StorageError):
+            await self.presence.clear_presence(conn.aid, self.instance)
+
+    async def online_elsewhere(self, aids: list[str]) -> set[str]:
+        return await self.presence.present(aids, within_s=PRESENCE_TTL_S)
 
     async def route(self, item: QueuedEnvelope) -> None:
         nc = self._nc
@@ -178,6 +213,14 @@ class NatsRouter:
         while True:
             await asyncio.sleep(RESCAN_INTERVAL_S)
             self._rescan_all("periodic")
+
+    async def _heartbeat_forever(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            try:
+                await self.presence.instance_alive(self.instance)
+            except StorageError as error:
+                log.warning("event=heartbeat-failed reason=%s", error.reason)
 
     async def _on_disconnected(self) -> None:
         self.metrics.broker_errors.inc()

@@ -7,7 +7,7 @@ the hub holds for it; what is stored is exactly what was signed, so a node can v
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -78,7 +78,7 @@ def _refuse_history(error: HistoryError) -> Refusal:
 
 class Directory:
     def __init__(self, storage: HubStorage, *, approval: bool,
-                 online: Callable[[str], bool]) -> None:
+                 online: Callable[[list[str]], Awaitable[set[str]]]) -> None:
         self.storage = storage
         self.approval = approval
         self._online = online
@@ -157,8 +157,12 @@ class Directory:
                                               f"{subject_aid} was already posted; one per receipt")
         return record
 
-    def entry(self, record: AgentRecord) -> DirectoryEntry:
-        online = self._online(record.aid)
+    async def entries(self, records: list[AgentRecord]) -> list[DirectoryEntry]:
+        online = await self._online([record.aid for record in records]) if records else set()
+        return [self._entry(record, record.aid in online) for record in records]
+
+    @staticmethod
+    def _entry(record: AgentRecord, online: bool) -> DirectoryEntry:
         return DirectoryEntry(aid=record.aid, history=record.history, card=record.card,
                               last_seen=time.time() if online else record.last_seen,
                               online=online, review_count=record.review_count,
@@ -168,7 +172,8 @@ class Directory:
         record = await self.storage.get_agent(aid)
         if record is None or record.state is not AgentState.REGISTERED:
             raise Refusal("unknown-agent", f"{aid} is not in this hub's directory")
-        return self.entry(record)
+        [entry] = await self.entries([record])
+        return entry
 
     async def search(self, query: SearchFrame) -> tuple[list[DirectoryEntry], str | None]:
         words = tuple((query.q or "").lower().split())
@@ -180,7 +185,7 @@ class Directory:
         records = await self.storage.search(filter_, after=after, limit=query.limit + 1)
         page = records[:query.limit]
         more = len(records) > query.limit
-        return [self.entry(record) for record in page], (search_cursor(page[-1].aid)
+        return await self.entries(page), (search_cursor(page[-1].aid)
                                                          if more else None)
 
 

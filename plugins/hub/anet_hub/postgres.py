@@ -89,6 +89,12 @@ CREATE TABLE IF NOT EXISTS rate_buckets (
     stamp DOUBLE PRECISION NOT NULL,
     granted BOOLEAN NOT NULL
 );
+CREATE TABLE IF NOT EXISTS instances (id TEXT PRIMARY KEY, seen DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS presence (
+    aid TEXT COLLATE "C" PRIMARY KEY,
+    instance TEXT NOT NULL,
+    since DOUBLE PRECISION NOT NULL
+);
 """
 
 _NOW = "extract(epoch from clock_timestamp())"
@@ -316,6 +322,37 @@ class PostgresHubStorage:
         rows = await self._fetch(_TAKE_TOKEN, aid, rate, float(burst))
         granted, tokens = rows[0]
         return 0.0 if granted else (1 - tokens) / rate
+
+    # -- which instance holds which node --------------------------------------------------------
+
+    async def instance_alive(self, instance: str) -> None:
+        await self._execute(f"INSERT INTO instances (id, seen) VALUES ($1, {_NOW}) "
+                            f"ON CONFLICT (id) DO UPDATE SET seen = {_NOW}", instance)
+
+    async def forget_instance(self, instance: str) -> None:
+        async def forget(conn: asyncpg.Connection) -> None:
+            async with conn.transaction():
+                await conn.execute("DELETE FROM presence WHERE instance = $1", instance)
+                await conn.execute("DELETE FROM instances WHERE id = $1", instance)
+
+        await self._run(forget)
+
+    async def set_presence(self, aid: str, instance: str) -> None:
+        await self._execute(f"INSERT INTO presence (aid, instance, since) VALUES ($1, $2, {_NOW}) "
+                            "ON CONFLICT (aid) DO UPDATE SET instance = excluded.instance, "
+                            "since = excluded.since", aid, instance)
+
+    async def clear_presence(self, aid: str, instance: str) -> None:
+        await self._execute("DELETE FROM presence WHERE aid = $1 AND instance = $2", aid,
+                            instance)
+
+    async def present(self, aids: list[str], *, within_s: float) -> set[str]:
+        """Those of ``aids`` held by an instance seen in the last ``within_s`` seconds (an
+        instance killed without a goodbye stops counting then)."""
+        rows = await self._fetch(
+            "SELECT p.aid FROM presence p JOIN instances i ON i.id = p.instance "
+            f"WHERE p.aid = ANY($1::text[]) AND i.seen > {_NOW} - $2", aids, within_s)
+        return {row[0] for row in rows}
 
     async def forget_full_buckets(self, rate: float, burst: int) -> int:
         status = await self._execute(

@@ -54,6 +54,9 @@ class Router(Protocol):
     async def route(self, item: QueuedEnvelope) -> None:
         """Tell the instance holding ``item.recipient``, if any; the envelope is stored."""
 
+    async def online_elsewhere(self, aids: list[str]) -> set[str]:
+        """Those of ``aids`` connected to another instance of the hub."""
+
 
 @runtime_checkable
 class SharedBuckets(Protocol):
@@ -164,7 +167,16 @@ class Relay:
     and saves a storage read per envelope."""
 
     def online(self, aid: str) -> bool:
+        """Connected to this instance."""
         return aid in self.connections
+
+    async def online_among(self, aids: list[str]) -> set[str]:
+        """Those of ``aids`` connected to this hub: here, or at another instance."""
+        here = {aid for aid in aids if aid in self.connections}
+        elsewhere = [aid for aid in aids if aid not in here]
+        if elsewhere and self.router is not None:
+            here |= await self.router.online_elsewhere(elsewhere)
+        return here
 
     async def attach(self, conn: Connection) -> Connection | None:
         """Make ``conn`` the node's connection; returns the one it replaces here, if any (the
