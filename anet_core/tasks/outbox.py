@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PERMANENT_REFUSALS = UNKNOWN_AGENT_REASONS | {"envelope-too-large", "malformed-envelope",
-                                              "wrong-sender", "too-large"}
+                                              "wrong-sender", "too-large", "not-federated"}
 """Hub refusals that no retry can cure; anything else (unreachable, rate limits) is retried."""
 RETRY = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
 """Jittered, so many nodes do not return to a hub in step."""

@@ -23,16 +23,16 @@ import pytest
 pytest.importorskip("asyncpg")
 pytest.importorskip("nats")
 
-from anet_core import hookimpl
-from anet_core.builtins.lifecycle import initialise
-from anet_core.config import read_raw, write_config
 from anet_core.link.contract import JoinState
 from anet_core.node import Node
-from anet_core.plugins import make_plugins
-from anet_core.records import InboundTask, TaskClaim
-from anet_core.settings import Settings
 from anet_hub.deployment import Deployment
-from tests.conftest import running_node
+from tests.hub.network import (
+    RECOVERY_S,
+    Provider,
+    all_completed,
+    send_tasks,
+    start_node,
+)
 from tests.hub.servers import (  # noqa: F401 - the fixtures
     NatsServer,
     PostgresServer,
@@ -44,25 +44,8 @@ from tests.support import ANET, REPO, HubProcess, free_port, until
 
 pytestmark = pytest.mark.timeout(240)
 
-COMPLETED = "TASK_STATE_COMPLETED"
 TASKS_UNDER_KILL = 200
-RECOVERY_S = 60.0
 SEND_PAUSE_S = 0.02
-
-
-class Provider:
-    """Bob's module: serves every task at once and counts what reached it."""
-
-    def __init__(self) -> None:
-        self.served: Counter[str] = Counter()
-
-    @hookimpl
-    def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim | None:
-        async def serve(task: InboundTask, responder: Any) -> None:
-            self.served[task.task_id] += 1
-            await responder.complete(artifacts=[f"done: {task.message['parts'][0]['text']}"])
-
-        return TaskClaim(module="provider", serve=serve)
 
 
 @dataclass
@@ -101,43 +84,6 @@ def cluster(tmp_path: Path, postgres: PostgresServer,  # noqa: F811 - the fixtur
         yield made
     finally:
         made.stop()
-
-
-async def start_node(stack: AsyncExitStack, root: Path, url: str,
-                     provider: Provider | None = None) -> Node:
-    settings = Settings(data_dir=root)
-    initialise(settings.paths)
-    raw = read_raw(settings.paths.config)
-    raw["hub"] = {"url": url}
-    write_config(settings.paths.config, raw)
-    plugins = make_plugins(load_entry_points=False)
-    if provider is not None:
-        plugins.pm.register(provider, name="provider")
-    node = await stack.enter_async_context(running_node(root, plugins))
-    await until(lambda: node.hub.status.state is JoinState.REGISTERED,
-                f"{root.name} registered at {url}")
-    return node
-
-
-async def send_tasks(alice: Node, bob: Node, count: int, label: str, *,
-                     pause: float = 0.0) -> list[str]:
-    ids = []
-    for n in range(count):
-        await asyncio.sleep(pause)
-        task = await alice.tasks.send(bob.identity.aid, {
-            "messageId": f"m-{uuid.uuid4().hex}", "role": "ROLE_USER",
-            "parts": [{"text": f"{label} {n}"}]})
-        ids.append(task["id"])
-    return ids
-
-
-def states(alice: Node, ids: list[str]) -> Counter[str]:
-    return Counter(alice.tasks.get(None, task_id)["status"]["state"] for task_id in ids)
-
-
-async def all_completed(alice: Node, ids: list[str], timeout: float = RECOVERY_S) -> None:
-    await until(lambda: states(alice, ids) == Counter({COMPLETED: len(ids)}),
-                f"all {len(ids)} tasks completed (now {dict(states(alice, ids))})", timeout)
 
 
 async def get_json(url: str) -> tuple[int, Any]:

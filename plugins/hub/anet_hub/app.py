@@ -46,6 +46,7 @@ from anet_hub.deployment import (
     storage_name,
 )
 from anet_hub.directory import Directory, authority
+from anet_hub.federation import FederationLimits, FederationService, PeerHub
 from anet_hub.metrics import HubMetrics
 from anet_hub.probes import add_probe_routes
 from anet_hub.relay import MAX_QUEUE_TTL_S, Relay, RelayLimits, Router, SharedBuckets
@@ -77,6 +78,9 @@ class HubConfig:
     """The address nodes use when it is not what the hub sees in Host (a proxy in front)."""
     max_storage_bytes: int | None = None
     deployment: Deployment = field(default_factory=Deployment)
+    federate: tuple[PeerHub, ...] = ()
+    """Hubs of other operators this hub forwards to, and accepts forwards from."""
+    federation_limits: FederationLimits = field(default_factory=FederationLimits)
 
     def __post_init__(self) -> None:
         if not 0 < self.queue_ttl_s <= MAX_QUEUE_TTL_S:
@@ -112,6 +116,7 @@ class HubState:
     relay: Relay
     metrics: HubMetrics
     router: ClusterRouter | None = None
+    federation: FederationService | None = None
 
     @property
     def storage_name(self) -> str:
@@ -165,7 +170,9 @@ async def hub_info(request: web.Request) -> web.Response:
         "officialList": await hub.official_list(),
         "limits": {"maxEnvelopeBytes": limits.max_envelope_bytes,
                    "ratePerSecond": limits.rate_per_second, "burst": limits.burst,
-                   "queueTtlSeconds": limits.queue_ttl_s}})
+                   "queueTtlSeconds": limits.queue_ttl_s},
+        "federation": [{"aid": link.peer.aid, "url": link.peer.url, "state": link.state}
+                       for link in (hub.federation.links.values() if hub.federation else ())]})
 
 
 @routes.get("/v1/agents")
@@ -226,13 +233,21 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
                   shared_buckets=shared)
     metrics.follow_connections(lambda: len(relay.connections))
     router: ClusterRouter | None = None
+    federation: FederationService | None = None
     try:
         if config.deployment.nats:
             router = await _start_router(relay, storage, identity.aid, config.deployment.nats,
                                          metrics)
             relay.router = router
-        directory = Directory(storage, approval=config.approval, online=relay.online_among)
-        app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics, router)
+        if config.federate:
+            federation = FederationService(identity, {peer.aid: peer for peer in config.federate},
+                                           config.federation_limits)
+            await federation.start()
+            relay.federation = federation
+        directory = Directory(storage, approval=config.approval, online=relay.online_among,
+                              federated=federation.lookup if federation else None)
+        app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics, router,
+                                  federation)
         sweeper = asyncio.create_task(_sweep(storage, relay))
         try:
             yield
@@ -241,6 +256,8 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
     finally:
+        if federation is not None:
+            await federation.close()
         if router is not None:
             await router.close()
         await storage.close()

@@ -24,6 +24,8 @@ MIB = 1024 * 1024
 
 def _configure_hub(parser: argparse.ArgumentParser) -> None:
     from anet_hub import app as server
+    from anet_hub.federation import DEFAULT_BURST as DEFAULT_FEDERATION_BURST
+    from anet_hub.federation import DEFAULT_RATE_PER_SECOND as DEFAULT_FEDERATION_RATE
 
     sub = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND", required=True)
     serve = sub.add_parser("serve", help="run a hub in the foreground (Ctrl-C or SIGTERM stops it)")
@@ -57,6 +59,15 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--nats", metavar="URL[,URL]",
                        help="route envelopes between the instances of this hub over NATS "
                             "(nats://HOST:4222); needs --postgres")
+    serve.add_argument("--federate", action="append", default=[], metavar="AID@URL",
+                       help="forward to and accept forwards from the hub AID at URL "
+                            "(ws://HOST:PORT), whose operator names this hub too; repeatable")
+    serve.add_argument("--federation-rate", type=float, metavar="PER_SECOND",
+                       default=DEFAULT_FEDERATION_RATE,
+                       help="requests per second from each federated hub (default %(default)s)")
+    serve.add_argument("--federation-burst", type=int, default=DEFAULT_FEDERATION_BURST,
+                       help="requests a federated hub may make at once above the rate "
+                            "(default %(default)s)")
 
     for name, text in (("approve", "let a pending node register"),
                        ("pending", "list nodes waiting for approval")):
@@ -117,6 +128,7 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
 def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
     from anet_hub import app as server
     from anet_hub.deployment import Deployment
+    from anet_hub.federation import FederationLimits, PeerHub
     from anet_hub.storage import StorageError
 
     try:
@@ -131,7 +143,9 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
             queue_ttl_s=parse_duration(args.queue_ttl).total_seconds(),
             public_url=args.public_url,
             max_storage_bytes=args.max_storage_mb * MIB if args.max_storage_mb else None,
-            deployment=deployment)
+            deployment=deployment,
+            federate=tuple(PeerHub.parse(spec) for spec in args.federate),
+            federation_limits=FederationLimits(args.federation_rate, args.federation_burst))
     except ValueError as error:
         raise AnetError("hub-bad-option", str(error), hint="see `anet hub serve --help`") from None
     configure_logging(ctx.settings, to_file=None)

@@ -58,6 +58,14 @@ class Router(Protocol):
         """Those of ``aids`` connected to another instance of the hub."""
 
 
+class Federation(Protocol):
+    """The hubs this hub forwards to (``anet_hub.federation``)."""
+
+    async def forward(self, recipient: str, envelope: dict[str, object]) -> str:
+        """Hand the envelope to ``recipient``'s home hub; its id once stored there. Raises
+        :class:`Refusal` (``not-federated``, ``unknown-recipient``, ``peer-hub-unreachable``)."""
+
+
 @runtime_checkable
 class SharedBuckets(Protocol):
     """Token buckets every instance of the hub charges (``anet_hub.postgres``)."""
@@ -159,6 +167,7 @@ class Relay:
     limits: RelayLimits
     metrics: HubMetrics = field(default_factory=HubMetrics)
     router: Router | None = None
+    federation: Federation | None = None
     shared_buckets: SharedBuckets | None = None
     connections: dict[str, Connection] = field(default_factory=dict)
     _buckets: dict[str, TokenBucket] = field(default_factory=dict)
@@ -230,8 +239,14 @@ class Relay:
         for aid in full:
             del self._buckets[aid]
 
-    async def submit(self, sender: str, envelope: dict[str, object], frame_bytes: int) -> str:
-        """Admit, store and route one envelope; returns its id. Raises :class:`Refusal`."""
+    async def submit(self, sender: str, envelope: dict[str, object], frame_bytes: int, *,
+                     via_hub: str | None = None) -> str:
+        """Admit, store and route one envelope; returns its id. Raises :class:`Refusal`.
+
+        ``via_hub`` names the federated hub that forwarded it for one of its agents: then the
+        sender is that hub's agent, and the recipient must be homed here (no second hop). An
+        envelope from a local node for an agent homed at a federated hub is handed to that hub
+        (``federation``) and accepted once stored there."""
         limit = self.limits.max_envelope_bytes
         if frame_bytes > limit:
             raise Refusal("envelope-too-large",
@@ -243,14 +258,17 @@ class Relay:
             log.warning("event=refused reason=malformed-envelope from=%s detail=%r", sender,
                         str(error))
             raise Refusal("malformed-envelope", str(error)) from None
-        if header.sender != sender:
+        if via_hub is None and header.sender != sender:
             log.warning("event=refused reason=wrong-sender from=%s claimed=%s id=%s", sender,
                         header.sender, header.id)
             raise Refusal("wrong-sender", f"the envelope says it is from {header.sender}, but "
                                           f"this connection is registered as {sender}")
         if not await self._is_registered(header.recipient):
+            if via_hub is None and self.federation is not None:
+                return await self.federation.forward(header.recipient, envelope)
             raise Refusal("unknown-recipient", f"{header.recipient} is not registered at this "
                                                "hub; look the agent up at its home hub")
+        sender = header.sender
         text = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
         now = time.time()
         try:
