@@ -155,3 +155,25 @@ async def test_postgres_unreachable_is_a_clear_storage_error() -> None:
         await PostgresHubStorage.open(url)
     assert refused.value.reason == "hub-storage-unreachable"
     assert "secret" not in refused.value.message and "anet:***@127.0.0.1" in refused.value.message
+
+
+def test_the_deployment_is_checked_and_remembered(tmp_path: Path) -> None:
+    from anet_core.api import AnetError
+    from anet_hub.deployment import Deployment, open_existing
+
+    with pytest.raises(ValueError, match="give --postgres too"):
+        Deployment(nats="nats://127.0.0.1:4222")
+    with pytest.raises(ValueError, match="PGPASSWORD"):
+        Deployment(postgres="postgresql://anet:secret@db:5432/hub")
+    with pytest.raises(ValueError, match="expected postgres://"):
+        Deployment(postgres="mysql://db/hub")
+    with pytest.raises(ValueError, match="credentials in URLs"):
+        Deployment(postgres="postgresql://anet@db/hub", nats="nats://a:b@n:4222")
+    cluster = Deployment(postgres="postgresql://anet@db/hub", nats="nats://n1:4222,nats://n2:4222")
+    cluster.write(tmp_path)
+    assert Deployment.read(tmp_path) == cluster
+    Deployment().write(tmp_path)
+    assert Deployment.read(tmp_path) == Deployment() and not (tmp_path / "cluster.json").exists()
+    with pytest.raises(AnetError) as missing:
+        asyncio.run(open_existing(tmp_path / "nothing"))
+    assert missing.value.reference == "hub-no-data"
