@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-DISTRIBUTIONS := -e . -e plugins/a2a -e plugins/x402 -e plugins/backends -e "plugins/hub[cluster]"
+DISTRIBUTIONS := -e . -e plugins/a2a -e plugins/x402 -e plugins/backends -e plugins/hub
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-no-a2a bench clean

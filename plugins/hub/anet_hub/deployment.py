@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from anet_core.api import AnetError, write_atomic
 from anet_hub.sqlite import SqliteHubStorage
-from anet_hub.storage import HubStorage, StorageError
+from anet_hub.storage import HubStorage, StorageError, redacted
 
 CLUSTER_FILE = "cluster.json"
 SQLITE_FILE = "hub.db"
@@ -64,15 +64,6 @@ class Deployment:
             return
         text = json.dumps({"postgres": self.postgres, "nats": self.nats}, indent=2) + "\n"
         write_atomic(path, text.encode())
-
-
-def redacted(url: str) -> str:
-    """``url`` without a password, for logs and the doctor."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return parts._replace(netloc=netloc).geturl()
 
 
 def storage_name(data_dir: Path, deployment: Deployment) -> str:

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from anet_hub.deployment import redacted
 from anet_hub.storage import (
     AGENT_COLUMNS,
     AgentRecord,
@@ -31,6 +30,7 @@ from anet_hub.storage import (
     StorageError,
     agent_from_row,
     like_pattern,
+    redacted,
 )
 
 T = TypeVar("T")

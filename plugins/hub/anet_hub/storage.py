@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from anet_core.api import ReasonError
 
@@ -98,6 +99,15 @@ def like_pattern(word: str) -> str:
     """``%word%`` for ``LIKE … ESCAPE '\\'``, the word's own wildcards escaped."""
     escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def redacted(url: str) -> str:
+    """A server's ``url`` without its password, for logs and the doctor."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
 
 
 class HubStorage(Protocol):
