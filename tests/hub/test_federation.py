@@ -84,7 +84,7 @@ async def test_federated_hubs_carry_tasks_both_ways(tmp_path: Path, hubs: Any) -
         # Hub three did not name hub one: the refusal says which hub, and what would fix it.
         with pytest.raises(TaskError) as refused:
             await send_tasks(alice, carol, 1, "no way")
-        assert refused.value.reference == "not-federated"
+        assert refused.value.reason == "not-federated"
         assert three.state.identity.aid in refused.value.message
         assert f"--federate {one.state.identity.aid}@" in refused.value.message
 

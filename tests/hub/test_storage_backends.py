@@ -176,4 +176,4 @@ def test_the_deployment_is_checked_and_remembered(tmp_path: Path) -> None:
     assert Deployment.read(tmp_path) == Deployment() and not (tmp_path / "cluster.json").exists()
     with pytest.raises(AnetError) as missing:
         asyncio.run(open_existing(tmp_path / "nothing"))
-    assert missing.value.reference == "hub-no-data"
+    assert missing.value.reason == "hub-no-data"

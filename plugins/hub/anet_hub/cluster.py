@@ -45,7 +45,7 @@ from anet_hub.metrics import HubMetrics
 from anet_hub.relay import Connection, Relay
 from anet_hub.storage import QueuedEnvelope, StorageError
 
-log = logging.getLogger("anet.hub.cluster")
+log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5
 FIRST_CONNECT_S = 10.0

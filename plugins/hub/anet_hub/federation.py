@@ -57,7 +57,7 @@ from anet_core.protocol.frames import (
     challenge_bytes,
 )
 
-log = logging.getLogger("anet.hub.federation")
+log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_S = 15.0
 HANDSHAKE_TIMEOUT_S = 10.0
