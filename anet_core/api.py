@@ -28,6 +28,7 @@ from anet_core.identity import (
     verify_history,
     verify_signature,
 )
+from anet_core.identity.keystore import IdentityError
 from anet_core.link import (
     HubError,
     KeyState,
@@ -36,6 +37,7 @@ from anet_core.link import (
     Verification,
     directory_listing,
 )
+from anet_core.metrics import NodeMetrics
 from anet_core.node import NODE_KEY, Listener, Node, NodeKey
 from anet_core.plugins import Plugins
 from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
@@ -108,6 +110,7 @@ __all__ = [
     "HistoryError",
     "HubError",
     "Identity",
+    "IdentityError",
     "InboundPolicy",
     "InboundTask",
     "KeyState",
@@ -120,6 +123,7 @@ __all__ = [
     "MessageLike",
     "Node",
     "NodeKey",
+    "NodeMetrics",
     "PeerInfo",
     "Plugins",
     "PolicyVeto",

@@ -18,6 +18,7 @@ from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity
 from anet_core.link import HubLink
 from anet_core.link.client import HubClient, node_hub_client, open_hub_link
+from anet_core.metrics import NodeMetrics
 from anet_core.plugins import Plugins
 from anet_core.records import InboundTask, PolicyVeto, SkillSource, TaskClaim
 from anet_core.settings import DataPaths, Settings
@@ -68,6 +69,7 @@ class Node:
     evidence: EvidenceChain
     hub: HubLink
     tasks: TaskLayer
+    metrics: NodeMetrics
     listeners: dict[str, Listener] = field(default_factory=dict)
     module_state: dict[NodeKey[Any], Any] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
@@ -93,14 +95,16 @@ class Node:
         async with AsyncExitStack() as stack:
             store = await stack.enter_async_context(open_store(paths.database))
             evidence = EvidenceChain(paths.evidence_chain, identity)
+            metrics = NodeMetrics()
+            metrics.follow_store(store)
             client: HubClient | None = None
             if hub is None:
                 hub = client = node_hub_client(identity, config, paths, hooks.card_skills)
             tasks = TaskLayer(store=store, hub=hub, identity=identity, hooks=hooks,
-                              evidence=evidence,
+                              evidence=evidence, metrics=metrics,
                               no_response_after=config.node.no_response_after.total_seconds())
             node = cls(settings=settings, config=config, plugins=plugins, identity=identity,
-                       store=store, evidence=evidence, hub=hub, tasks=tasks)
+                       store=store, evidence=evidence, hub=hub, tasks=tasks, metrics=metrics)
             hooks.bind(node)  # before anything starts: starting calls the hooks
             if client is not None:
                 await stack.enter_async_context(open_hub_link(client))

@@ -27,6 +27,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "anet_core.builtins.task_events",
     "anet_core.builtins.directory_cli",
     "anet_core.builtins.identity_cli",
+    "anet_core.builtins.metrics_routes",
     "anet_core.demo",
 )
 """Built-in parts of the core, registered through the same hooks as any module."""

@@ -352,6 +352,15 @@ class Store:
         return self._db.execute("SELECT 1 FROM outbox WHERE task_id = ? AND envelope_id IS NOT"
                                 " NULL", (task_id,)).fetchone() is not None
 
+    def count_tasks(self) -> list[tuple[str, str, int]]:
+        """(role, state, how many) for every role and state that has tasks."""
+        return [(row[0], row[1], row[2]) for row in self._db.execute(
+            "SELECT role, state, count(*) FROM tasks GROUP BY role, state ORDER BY role, state")]
+
+    def outbox_depth(self) -> int:
+        """Messages waiting for the hub to take them (a metric)."""
+        return self._db.execute("SELECT count(*) FROM outbox").fetchone()[0]
+
     def outbox_withdraw(self, task_id: str) -> int:
         """Remove a task's unsent envelopes (the task ended here first); return how many."""
         return self._db.execute("DELETE FROM outbox WHERE task_id = ?", (task_id,)).rowcount

@@ -36,7 +36,6 @@ from anet_core.link.contract import HubError, JoinState, JoinStatus
 from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     HUB_FRAME,
-    REGISTER_CONTEXT,
     WS_PATH,
     ChallengeFrame,
     DeliverFrame,
@@ -45,11 +44,10 @@ from anet_core.protocol.frames import (
     Limits,
     Refusal,
     RegisteredFrame,
+    answer_challenge,
     challenge_bytes,
-    registration_bytes,
 )
 from anet_core.util.backoff import Backoff, TokenBucket
-from anet_core.util.canonical import b64u
 from anet_core.util.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
@@ -401,13 +399,8 @@ class HubConnection:
         return history
 
     def _register_frame(self, ws_url: str, challenge: ChallengeFrame) -> dict[str, Any]:
-        signer = self._identity.signer()
-        signed = registration_bytes(hub_aid=challenge.hub_aid, hub_url=ws_url,
-                                    nonce=challenge.nonce, ts=challenge.ts, aid=signer.aid,
-                                    key_seq=signer.key_seq)
-        return {"type": "register", "aid": signer.aid, "history": self._identity.history,
-                "hubUrl": ws_url, "nonce": challenge.nonce, "ts": challenge.ts,
-                "signature": b64u(signer.sign(signed, context=REGISTER_CONTEXT))}
+        return answer_challenge(self._identity, hub_aid=challenge.hub_aid, hub_url=ws_url,
+                                nonce=challenge.nonce, ts=challenge.ts)
 
     def _registered(self, frame: RegisteredFrame, channel: Channel) -> None:
         state = JoinState.REGISTERED if frame.state == "registered" else JoinState.PENDING

@@ -12,7 +12,7 @@ can add fields without breaking older nodes.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -20,7 +20,10 @@ from pydantic.alias_generators import to_camel
 from anet_core.errors import ReasonError
 from anet_core.identity import Aid
 from anet_core.identity.history import MAX_HISTORY_LENGTH
-from anet_core.util.canonical import canonical_json
+from anet_core.util.canonical import b64u, canonical_json
+
+if TYPE_CHECKING:
+    from anet_core.identity import Identity
 
 PROTOCOL_VERSION = 1
 
@@ -52,6 +55,18 @@ def registration_bytes(*, hub_aid: str, hub_url: str, nonce: str, ts: int, aid: 
     """
     return canonical_json({"type": "anet.hub-register", "hubAid": hub_aid, "hubUrl": hub_url,
                            "nonce": nonce, "ts": ts, "aid": aid, "keySeq": key_seq})
+
+
+def answer_challenge(identity: Identity, *, hub_aid: str, hub_url: str, nonce: str, ts: int,
+                     frame_type: Literal["register", "federate"] = "register") -> dict[str, Any]:
+    """The ``register`` frame (or a hub's ``federate`` frame) answering a challenge, signed by
+    the current key of ``identity`` for the URL it dialled."""
+    signer = identity.signer()
+    signed = registration_bytes(hub_aid=hub_aid, hub_url=hub_url, nonce=nonce, ts=ts,
+                                aid=signer.aid, key_seq=signer.key_seq)
+    return {"type": frame_type, "aid": signer.aid, "history": identity.history,
+            "hubUrl": hub_url, "nonce": nonce, "ts": ts,
+            "signature": b64u(signer.sign(signed, context=REGISTER_CONTEXT))}
 
 
 def challenge_bytes(*, hub_aid: str, nonce: str, ts: int) -> bytes:
@@ -88,6 +103,15 @@ class RegisterFrame(_Inbound):
     nonce: B64Text
     ts: int
     signature: B64Text
+
+
+class FederateFrame(RegisterFrame):  # type: ignore[override]
+    """A hub answering another hub's challenge: the same proof as ``register``, signed with the
+    calling hub's operator key. Accepted only from a hub the answering hub's operator named
+    (``anet hub serve --federate AID@URL``); refused ``not-federated`` otherwise. The
+    connection then carries ``lookup`` and ``send`` for the agents homed at the answering hub."""
+
+    type: Literal["federate"]  # type: ignore[assignment]
 
 
 class SendFrame(_Inbound):
@@ -130,8 +154,8 @@ class ReviewFrame(_Inbound):
 
 
 NodeFrame = Annotated[
-    RegisterFrame | SendFrame | AckFrame | PublishFrame | LookupFrame | SearchFrame | ReviewFrame,
-    Field(discriminator="type")]
+    RegisterFrame | FederateFrame | SendFrame | AckFrame | PublishFrame | LookupFrame | SearchFrame
+    | ReviewFrame, Field(discriminator="type")]
 NODE_FRAME: TypeAdapter[NodeFrame] = TypeAdapter(NodeFrame)
 
 

@@ -35,6 +35,7 @@ class Reason(StrEnum):
     NO_RESPONSE = "no_response"
     UNKNOWN_AGENT = "unknown_agent"
     HUB_REFUSED = "hub_refused"
+    NOT_FEDERATED = "not_federated"
     CANCELED_BY_REQUESTER = "canceled_by_requester"
 
 

@@ -20,10 +20,10 @@ log = logging.getLogger(__name__)
 
 
 class TaskError(AnetError):
-    """A task operation refused; ``reason`` is one of: unknown-agent, not-registered,
-    hub-unavailable, invalid-message, invalid-params, task-not-found, task-terminal,
-    task-not-waiting, task-not-cancelable, policy-refused. (An AID that is none raises
-    ``anet_core.identity.AidError``, reason invalid-aid.)"""
+    """A task operation refused; ``reason`` is one of: unknown-agent, not-federated,
+    not-registered, hub-unavailable, invalid-message, invalid-params, task-not-found,
+    task-terminal, task-not-waiting, task-not-cancelable, policy-refused. (An AID that is none
+    raises ``anet_core.identity.AidError``, reason invalid-aid.)"""
 
 
 def new_id() -> str:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from anet_core.identity import Identity, VerifiedHistory
 from anet_core.link import HubError, HubLink
+from anet_core.metrics import NodeMetrics
 from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
     MAX_FUTURE_SKEW_S,
@@ -49,8 +50,10 @@ class InboundEnvelopes:
     module docstring): each is opened, checked and given to the requester or the provider."""
 
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, requester: Requester,
-                 provider: Provider, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 provider: Provider, metrics: NodeMetrics,
+                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
+        self._metrics = metrics
         self._hub = hub
         self._identity = identity
         self._requester = requester
@@ -58,6 +61,7 @@ class InboundEnvelopes:
         self._run_effects = run_effects
 
     async def __call__(self, envelope: dict[str, Any]) -> None:
+        self._metrics.envelopes_received.inc()
         try:
             header = peek_header(envelope)
         except EnvelopeError as error:

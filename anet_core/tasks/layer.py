@@ -12,6 +12,7 @@ from typing import Any
 from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity, check_aid
 from anet_core.link import HubLink, PeerInfo
+from anet_core.metrics import NodeMetrics
 from anet_core.store import Store
 from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
@@ -41,7 +42,7 @@ class TaskLayer:
     """
 
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, hooks: TaskHooks,
-                 evidence: EvidenceChain, no_response_after: float) -> None:
+                 evidence: EvidenceChain, metrics: NodeMetrics, no_response_after: float) -> None:
         self._store = store
         self._hub = hub
         self._hooks = hooks
@@ -55,13 +56,14 @@ class TaskLayer:
         self.requester = Requester(store=store, hub=hub, identity=identity, events=self.events,
                                    run_effects=run_effects)
         self.provider = Provider(store=store, hub=hub, identity=identity, hooks=hooks,
-                                 run_effects=run_effects)
+                                 metrics=metrics, run_effects=run_effects)
         self.outbox = Outbox(store=store, hub=hub, identity=identity,
                              on_refused=self.requester.on_refused,
-                             on_accepted=self.requester.on_accepted, run_effects=run_effects)
+                             on_accepted=self.requester.on_accepted, metrics=metrics,
+                             run_effects=run_effects)
         self.inbound = InboundEnvelopes(store=store, hub=hub, identity=identity,
                                         requester=self.requester, provider=self.provider,
-                                        run_effects=run_effects)
+                                        metrics=metrics, run_effects=run_effects)
 
     # --- requester API (see Requester for the rules) ----------------------------------------
 

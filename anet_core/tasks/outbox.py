@@ -17,6 +17,7 @@ from contextlib import suppress
 
 from anet_core.identity import Identity
 from anet_core.link import UNKNOWN_AGENT_REASONS, HubError, HubLink, JoinState
+from anet_core.metrics import NodeMetrics
 from anet_core.protocol.envelope import seal
 from anet_core.store import OutboxEntry, Store
 from anet_core.tasks.common import Effects
@@ -25,7 +26,7 @@ from anet_core.util.backoff import Backoff
 log = logging.getLogger(__name__)
 
 PERMANENT_REFUSALS = UNKNOWN_AGENT_REASONS | {"envelope-too-large", "malformed-envelope",
-                                              "wrong-sender", "too-large"}
+                                              "wrong-sender", "too-large", "not-federated"}
 """Hub refusals that no retry can cure; anything else (unreachable, rate limits) is retried."""
 RETRY = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
 """Jittered, so many nodes do not return to a hub in step."""
@@ -40,9 +41,10 @@ AcceptanceHandler = Callable[[OutboxEntry], Effects]
 
 class Outbox:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity,
-                 on_refused: RefusalHandler, on_accepted: AcceptanceHandler,
+                 on_refused: RefusalHandler, on_accepted: AcceptanceHandler, metrics: NodeMetrics,
                  run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
+        self._metrics = metrics
         self._hub = hub
         self._identity = identity
         self._on_refused = on_refused
@@ -90,6 +92,7 @@ class Outbox:
                                 entry.body)
                 self._store.outbox_sealed(entry.seq, envelope)
             await hub.send(envelope)
+            self._metrics.envelopes_sent.inc()
         except HubError as error:
             if error.reason in PERMANENT_REFUSALS:
                 log.warning("event=envelope-refused-for-good id=%s task=%s reason=%s message=%r",

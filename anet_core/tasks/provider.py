@@ -32,6 +32,7 @@ from typing import Any
 
 from anet_core.identity import Identity
 from anet_core.link import HubError, HubLink, JoinState
+from anet_core.metrics import NodeMetrics
 from anet_core.protocol.envelope import seal
 from anet_core.protocol.tasks import (
     MAX_ALIVE_TASKS,
@@ -77,11 +78,12 @@ REJECTION_NOTES = {
 
 class Provider:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, hooks: TaskHooks,
-                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 metrics: NodeMetrics, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
         self._hub = hub
         self._identity = identity
         self._hooks = hooks
+        self._metrics = metrics
         self._run_effects = run_effects
         self._responders: dict[str, TaskResponder] = {}
 
@@ -382,6 +384,7 @@ class Provider:
                 for start in range(0, len(tasks), MAX_ALIVE_TASKS):
                     body = wire_body(TaskAlive(tasks=tasks[start:start + MAX_ALIVE_TASKS]))
                     await hub.send(seal(self._identity, peer_aid, peer.encryption_key, body))
+                    self._metrics.envelopes_sent.inc()
                     sent += 1
             except (HubError, ValueError) as error:
                 log.info("event=keep-alive-skipped to=%s error=%r", peer_aid,

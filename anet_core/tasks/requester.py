@@ -336,7 +336,12 @@ class Requester:
             return effects
         effect = EffectStatus(stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS,
                                                           EffectStatus.NONE))
-        reason = Reason.UNKNOWN_AGENT if error.unknown_agent else Reason.HUB_REFUSED
+        if error.unknown_agent:
+            reason = Reason.UNKNOWN_AGENT
+        elif error.reason == "not-federated":
+            reason = Reason.NOT_FEDERATED
+        else:
+            reason = Reason.HUB_REFUSED
         self._store.outbox_withdraw(stored.id)
         self._finish_here(stored, TaskState.TASK_STATE_FAILED, reason, effect,
                           f"The hub refused the message: {error.message}", effects)
@@ -445,6 +450,10 @@ class Requester:
             if error.unknown_agent:
                 raise TaskError("unknown-agent", f"no agent {aid} is known to the hub",
                                 hint="check the AID with `anet agents`") from None
+            if error.reason == "not-federated":
+                raise TaskError("not-federated", error.message,
+                                hint="the agent's home hub does not federate with yours: ask "
+                                     "either operator to federate the two hubs") from None
             raise TaskError("hub-unavailable", f"the hub could not describe {aid}: "
                                                f"{error.message}",
                             hint="try again; `anet status` shows the hub connection") from None

@@ -79,7 +79,7 @@ async def test_an_unacknowledged_envelope_is_redelivered_after_reconnect(
     await alice.send(first)
     await alice.send(second)
     bob_aid = nodes.identity("bob").aid
-    await eventually(lambda: hub.state.relay.connections[bob_aid]._inflight
+    await eventually(lambda: set(hub.state.relay.connections[bob_aid]._inflight)
                      == {first["id"], second["id"]})
     assert failing.envelopes == []
     assert await queued(hub, bob_aid) == [first["id"], second["id"]]  # kept: never acknowledged

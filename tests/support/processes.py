@@ -51,6 +51,8 @@ class HubProcess:
     data: Path
     port: int
     process: subprocess.Popen[bytes] | None = None
+    options: tuple[str, ...] = ()
+    """More ``anet hub serve`` options (``--postgres``, ``--nats``, ``--public-url``…)."""
 
     @property
     def url(self) -> str:
@@ -61,7 +63,8 @@ class HubProcess:
         with open(self.data.parent / "hub.log", "ab") as log:
             self.process = subprocess.Popen(
                 [*ANET, "hub", "serve", "--listen", f"127.0.0.1:{self.port}", "--data",
-                 str(self.data)], stdout=log, stderr=log, start_new_session=True, cwd=REPO)
+                 str(self.data), *self.options],
+                stdout=log, stderr=log, start_new_session=True, cwd=REPO)
         process = self.process
         wait_for(lambda: process.poll() is not None or listening(self.port),
                  f"the hub listens on {self.port}")
@@ -71,6 +74,13 @@ class HubProcess:
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process)
+        self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL: the instance dies without closing anything."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
         self.process = None
 
 

@@ -57,7 +57,8 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
             return
         check_policy(config, node.tasks.policy)
         service = Backends(config, installed_kinds(node.plugins),
-                           Backends.evidence_recorder(node.evidence.append),
+                           Backends.counting(Backends.evidence_recorder(node.evidence.append),
+                                             node.metrics),
                            idle_timeout_s=node.config.node.no_response_after.total_seconds())
         node[SERVICE] = service
         try:

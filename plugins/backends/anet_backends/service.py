@@ -7,9 +7,17 @@ import logging
 from typing import Any
 
 from anet_backends.config import Backend, BackendsConfig
-from anet_backends.forward import BackendTask, Forwarder, Record
+from anet_backends.forward import FAILED, FORWARDED, BackendTask, Forwarder, Record
 from anet_backends.retry import RetryPlan
-from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, Plugins, TaskClaim
+from anet_core.api import (
+    AnetError,
+    BackendKind,
+    InboundPolicy,
+    InboundTask,
+    NodeMetrics,
+    Plugins,
+    TaskClaim,
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +136,21 @@ class Backends:
             await asyncio.to_thread(append, kind, data)
 
         return record
+
+    @staticmethod
+    def counting(record: Record, metrics: NodeMetrics) -> Record:
+        """``record``, counting forwards and failures per backend for the node's metrics
+        (``anet_backends_forwards_total``, ``anet_backends_failures_total``)."""
+        forwards = metrics.counter("forwards", "Requester turns forwarded to a backend",
+                                   ["backend"], module="backends")
+        failures = metrics.counter("failures", "Tasks a backend failed after its retries",
+                                   ["backend"], module="backends")
+        counters = {FORWARDED: forwards, FAILED: failures}
+
+        async def counted(kind: str, data: dict[str, Any]) -> None:
+            counter = counters.get(kind)
+            if counter is not None:
+                counter.labels(data["backend"]).inc()
+            await record(kind, data)
+
+        return counted

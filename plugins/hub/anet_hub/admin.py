@@ -1,6 +1,7 @@
 """What the hub operator does from a shell, on the hub's data directory, while the hub runs or not.
 
-Each function opens the hub's storage for one change. A running hub sees the change at once:
+Each function opens the hub's storage for one change (``hub.db``, or the PostgreSQL named in
+``cluster.json``: anet_hub.deployment). A running hub sees the change at once:
 pending sessions poll for their approval, and the official list is read from storage on every
 directory answer.
 """
@@ -15,8 +16,8 @@ from typing import TypeVar
 
 from anet_core.api import AnetError, Identity, check_aid
 from anet_core.protocol.documents import sign_official_list
-from anet_hub.sqlite import SqliteHubStorage
-from anet_hub.storage import AgentRecord, StorageError
+from anet_hub.deployment import open_existing
+from anet_hub.storage import AgentRecord, HubStorage, StorageError
 
 T = TypeVar("T")
 
@@ -28,25 +29,17 @@ class PendingAgent:
     name: str | None
 
 
-def _database(data_dir: Path) -> Path:
-    database = data_dir / "hub.db"
-    if not database.exists():
-        raise AnetError("hub-no-data", f"{data_dir} holds no hub (no hub.db)",
-                        hint="give the --data directory of `anet hub serve`")
-    return database
-
-
 NODE_AID_HINT = "copy it from `anet hub pending` or from the node's `anet status`"
 
 
-async def _with_storage(data_dir: Path,
-                        action: Callable[[SqliteHubStorage], Awaitable[T]]) -> T:
-    storage = await SqliteHubStorage.open(_database(data_dir))
+async def _with_storage(data_dir: Path, action: Callable[[HubStorage], Awaitable[T]]) -> T:
+    storage = await open_existing(data_dir)
     try:
         return await action(storage)
     except StorageError as error:
         raise AnetError(error.reason, error.message,
-                        hint=f"check the disk that holds {data_dir}") from None
+                        hint=f"check the disk or the database that holds {data_dir}'s hub") \
+            from None
     finally:
         await storage.close()
 
@@ -55,7 +48,7 @@ def approve(data_dir: Path, aid: str) -> None:
     """Let a pending node in; its waiting session is registered within a second."""
     check_aid(aid, hint=NODE_AID_HINT)
 
-    async def run(storage: SqliteHubStorage) -> None:
+    async def run(storage: HubStorage) -> None:
         if await storage.approve(aid):
             return
         record = await storage.get_agent(aid)
@@ -72,7 +65,7 @@ def pending(data_dir: Path) -> list[PendingAgent]:
         name = record.card.get("name") if record.card else None
         return PendingAgent(record.aid, record.first_seen, name if isinstance(name, str) else None)
 
-    async def run(storage: SqliteHubStorage) -> list[PendingAgent]:
+    async def run(storage: HubStorage) -> list[PendingAgent]:
         return [describe(record) for record in await storage.list_pending()]
 
     return asyncio.run(_with_storage(data_dir, run))
@@ -83,7 +76,7 @@ def change_official(data_dir: Path, aid: str, *, add: bool) -> list[str]:
     check_aid(aid, hint=NODE_AID_HINT)
     operator = Identity.load(data_dir / "identity")
 
-    async def run(storage: SqliteHubStorage) -> list[str]:
+    async def run(storage: HubStorage) -> list[str]:
         current = await storage.get_official_list()
         members = set(current["members"]) if current else set()
         if add:
@@ -101,7 +94,7 @@ def change_official(data_dir: Path, aid: str, *, add: bool) -> list[str]:
 
 
 def official(data_dir: Path) -> list[str]:
-    async def run(storage: SqliteHubStorage) -> list[str]:
+    async def run(storage: HubStorage) -> list[str]:
         current = await storage.get_official_list()
         return list(current["members"]) if current else []
 

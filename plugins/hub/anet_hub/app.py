@@ -7,6 +7,10 @@ HTTP (all JSON, all public: the directory is signed by its authors, not secret):
     GET /v1/agents          search: ?skill=&tag=&q=&cursor=&limit=
     GET /v1/agents/{aid}    one directory entry
     GET /v1/ws              the nodes' WebSocket (frames: anet_core.protocol.frames)
+    GET /healthz, /readyz, /metrics   for load balancers and Prometheus (anet_hub.probes)
+
+One process is one instance. With ``--postgres`` (and ``--nats`` for more than one instance),
+instances of the same hub share storage and route envelopes between them (anet_hub.cluster).
 """
 
 from __future__ import annotations
@@ -17,15 +21,15 @@ import logging
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from pydantic import ValidationError
 
-from anet_core.api import AID_REGEX, Identity
+from anet_core.api import AID_REGEX, AnetError, Identity
 from anet_core.protocol.frames import (
     MAX_SEARCH_LIMIT,
     PROTOCOL_VERSION,
@@ -33,10 +37,20 @@ from anet_core.protocol.frames import (
     Refusal,
     SearchFrame,
 )
+from anet_hub.deployment import (
+    CLUSTER_EXTRA,
+    SQLITE_FILE,
+    Deployment,
+    broker_name,
+    open_storage,
+    storage_name,
+)
 from anet_hub.directory import Directory, authority
-from anet_hub.relay import MAX_QUEUE_TTL_S, Relay, RelayLimits
+from anet_hub.federation import FederationLimits, FederationService, PeerHub
+from anet_hub.metrics import HubMetrics
+from anet_hub.probes import add_probe_routes
+from anet_hub.relay import MAX_QUEUE_TTL_S, Relay, RelayLimits, Router, SharedBuckets
 from anet_hub.session import Session
-from anet_hub.sqlite import SqliteHubStorage
 from anet_hub.storage import HubStorage, StorageError
 
 log = logging.getLogger(__name__)
@@ -63,6 +77,10 @@ class HubConfig:
     public_url: str | None = None
     """The address nodes use when it is not what the hub sees in Host (a proxy in front)."""
     max_storage_bytes: int | None = None
+    deployment: Deployment = field(default_factory=Deployment)
+    federate: tuple[PeerHub, ...] = ()
+    """Hubs of other operators this hub forwards to, and accepts forwards from."""
+    federation_limits: FederationLimits = field(default_factory=FederationLimits)
 
     def __post_init__(self) -> None:
         if not 0 < self.queue_ttl_s <= MAX_QUEUE_TTL_S:
@@ -77,7 +95,16 @@ class HubConfig:
 
     @property
     def database(self) -> Path:
-        return self.data_dir / "hub.db"
+        return self.data_dir / SQLITE_FILE
+
+
+class ClusterRouter(Router, Protocol):
+    """The router of an instance in a cluster (``anet_hub.cluster.NatsRouter``)."""
+
+    @property
+    def connected(self) -> bool: ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass
@@ -87,6 +114,17 @@ class HubState:
     storage: HubStorage
     directory: Directory
     relay: Relay
+    metrics: HubMetrics
+    router: ClusterRouter | None = None
+    federation: FederationService | None = None
+
+    @property
+    def storage_name(self) -> str:
+        return storage_name(self.config.data_dir, self.config.deployment)
+
+    @property
+    def broker_name(self) -> str:
+        return broker_name(self.config.deployment)
 
     async def official_list(self) -> dict[str, Any] | None:
         return await self.storage.get_official_list()
@@ -132,7 +170,9 @@ async def hub_info(request: web.Request) -> web.Response:
         "officialList": await hub.official_list(),
         "limits": {"maxEnvelopeBytes": limits.max_envelope_bytes,
                    "ratePerSecond": limits.rate_per_second, "burst": limits.burst,
-                   "queueTtlSeconds": limits.queue_ttl_s}})
+                   "queueTtlSeconds": limits.queue_ttl_s},
+        "federation": [{"aid": link.peer.aid, "url": link.peer.url, "state": link.state}
+                       for link in (hub.federation.links.values() if hub.federation else ())]})
 
 
 @routes.get("/v1/agents")
@@ -179,24 +219,65 @@ async def storage_errors(request: web.Request, handler: Handler) -> web.StreamRe
 
 
 async def _hub_state(app: web.Application) -> AsyncIterator[None]:
-    """Open the identity and the storage, run the sweeper; close all in reverse."""
+    """Open the identity, the storage and the broker, run the sweeper; close all in reverse."""
     config = app[CONFIG_KEY]
     identity, created = await asyncio.to_thread(Identity.load_or_create, config.identity_dir)
     if created:
         log.info("event=identity-created aid=%s dir=%s", identity.aid, config.identity_dir)
-    storage = await SqliteHubStorage.open(config.database, max_bytes=config.max_storage_bytes)
+    storage = await open_storage(config.data_dir, config.deployment, hub_aid=identity.aid,
+                                 max_bytes=config.max_storage_bytes)
+    metrics = HubMetrics()
+    shared = storage if isinstance(storage, SharedBuckets) else None
     relay = Relay(storage, RelayLimits(config.max_envelope_bytes, config.rate_per_second,
-                                       config.burst, config.queue_ttl_s))
-    directory = Directory(storage, approval=config.approval, online=relay.online)
-    app[STATE_KEY] = HubState(config, identity, storage, directory, relay)
-    sweeper = asyncio.create_task(_sweep(storage, relay))
+                                       config.burst, config.queue_ttl_s), metrics,
+                  shared_buckets=shared)
+    metrics.follow_connections(lambda: len(relay.connections))
+    router: ClusterRouter | None = None
+    federation: FederationService | None = None
     try:
-        yield
+        if config.deployment.nats:
+            router = await _start_router(relay, storage, identity.aid, config.deployment.nats,
+                                         metrics)
+            relay.router = router
+        if config.federate:
+            federation = FederationService(identity, {peer.aid: peer for peer in config.federate},
+                                           config.federation_limits)
+            await federation.start()
+            relay.federation = federation
+        directory = Directory(storage, approval=config.approval, online=relay.online_among,
+                              federated=federation.lookup if federation else None)
+        app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics, router,
+                                  federation)
+        sweeper = asyncio.create_task(_sweep(storage, relay))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
     finally:
-        sweeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sweeper
+        if federation is not None:
+            await federation.close()
+        if router is not None:
+            await router.close()
         await storage.close()
+
+
+async def _start_router(relay: Relay, storage: HubStorage, hub_aid: str, url: str,
+                        metrics: HubMetrics) -> ClusterRouter:
+    try:
+        from anet_hub.cluster import NatsRouter, Presence
+    except ImportError:
+        raise AnetError("hub-cluster-missing", "routing over NATS needs the cluster extra",
+                        hint=CLUSTER_EXTRA) from None
+    assert isinstance(storage, Presence), "--nats is refused without --postgres"
+    router = NatsRouter(relay, storage, hub_aid, url, metrics)
+    try:
+        await router.start()
+    except ConnectionError as error:
+        raise AnetError("hub-broker-unreachable", str(error),
+                        hint="start NATS, or check --nats") from None
+    return router
 
 
 async def _close_sockets(app: web.Application) -> None:
@@ -209,8 +290,8 @@ async def _close_sockets(app: web.Application) -> None:
 async def _sweep(storage: HubStorage, relay: Relay) -> None:
     while True:
         await asyncio.sleep(SWEEP_INTERVAL_S)
-        relay.forget_idle_buckets()
         try:
+            await relay.forget_idle_buckets()
             purged = await storage.purge_expired(time.time())
         except StorageError as error:
             log.error("event=sweep-failed reason=%s", error.reason)
@@ -223,6 +304,7 @@ def build_app(config: HubConfig) -> web.Application:
     app = web.Application(middlewares=[storage_errors])
     app[CONFIG_KEY] = config
     app.add_routes(routes)
+    add_probe_routes(app, STATE_KEY)
     app.cleanup_ctx.append(_hub_state)
     app.on_shutdown.append(_close_sockets)
     return app

@@ -7,7 +7,7 @@ the hub holds for it; what is stored is exactly what was signed, so a node can v
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,12 +76,46 @@ def _refuse_history(error: HistoryError) -> Refusal:
     return Refusal(f"history-{error.reason}", f"the key history is refused: {error}")
 
 
+def check_challenge(frame: RegisterFrame, challenge: Challenge) -> None:
+    """The answer is to this connection's challenge, in time, for this hub's address."""
+    if frame.nonce != challenge.nonce or frame.ts != challenge.ts:
+        raise Refusal("challenge-mismatch", "the registration answers another challenge than "
+                                            "the one this connection was sent")
+    if time.time() - challenge.ts > CHALLENGE_TTL_S:
+        raise Refusal("challenge-expired", f"the challenge was answered after more than "
+                                           f"{CHALLENGE_TTL_S:g} s; connect again")
+    parsed = urlsplit(frame.hub_url)
+    if authority(parsed.scheme, parsed.netloc) not in challenge.authorities:
+        raise Refusal("wrong-hub-url", f"the registration is signed for {frame.hub_url!r}, "
+                                       "which is not this hub's address")
+
+
+def check_answer(frame: RegisterFrame, challenge: Challenge,
+                 known: VerifiedHistory | None) -> VerifiedHistory:
+    """The answer's key history (continuing ``known``) and its signature by the current key."""
+    try:
+        history = verify_history(frame.history, expected_aid=frame.aid, known=known)
+    except HistoryError as error:
+        raise _refuse_history(error) from None
+    signed = registration_bytes(hub_aid=challenge.hub_aid, hub_url=frame.hub_url,
+                                nonce=frame.nonce, ts=frame.ts, aid=frame.aid,
+                                key_seq=history.key_seq)
+    if not verify_signature(b64u(history.signing_key), signed, frame.signature,
+                            context=REGISTER_CONTEXT):
+        raise Refusal("bad-signature", f"the challenge signature does not verify with the "
+                                       f"current key (seq {history.key_seq}) of {frame.aid}")
+    return history
+
+
 class Directory:
     def __init__(self, storage: HubStorage, *, approval: bool,
-                 online: Callable[[str], bool]) -> None:
+                 online: Callable[[list[str]], Awaitable[set[str]]],
+                 federated: Callable[[str], Awaitable[DirectoryEntry]] | None = None) -> None:
         self.storage = storage
         self.approval = approval
         self._online = online
+        self._federated = federated
+        """Looks an agent up at its home hub when it is not homed here (federation)."""
 
     async def history_of(self, aid: str) -> VerifiedHistory | None:
         record = await self.storage.get_agent(aid)
@@ -89,30 +123,14 @@ class Directory:
 
     async def register(self, frame: RegisterFrame, challenge: Challenge) -> AgentRecord:
         """Check a node's answer to ``challenge``; store its history. Raises :class:`Refusal`."""
-        if frame.nonce != challenge.nonce or frame.ts != challenge.ts:
-            raise Refusal("challenge-mismatch", "the registration answers another challenge than "
-                                                "the one this connection was sent")
-        if time.time() - challenge.ts > CHALLENGE_TTL_S:
-            raise Refusal("challenge-expired", f"the challenge was answered after more than "
-                                               f"{CHALLENGE_TTL_S:g} s; connect again")
-        parsed = urlsplit(frame.hub_url)
-        if authority(parsed.scheme, parsed.netloc) not in challenge.authorities:
-            raise Refusal("wrong-hub-url", f"the registration is signed for {frame.hub_url!r}, "
-                                           "which is not this hub's address")
+        check_challenge(frame, challenge)
         stored = await self.storage.get_agent(frame.aid)
         try:
             known = (verify_history(stored.history, expected_aid=frame.aid)
                      if stored is not None else None)
-            history = verify_history(frame.history, expected_aid=frame.aid, known=known)
         except HistoryError as error:
             raise _refuse_history(error) from None
-        signed = registration_bytes(hub_aid=challenge.hub_aid, hub_url=frame.hub_url,
-                                    nonce=frame.nonce, ts=frame.ts, aid=frame.aid,
-                                    key_seq=history.key_seq)
-        if not verify_signature(b64u(history.signing_key), signed, frame.signature,
-                                context=REGISTER_CONTEXT):
-            raise Refusal("bad-signature", f"the challenge signature does not verify with the "
-                                           f"current key (seq {history.key_seq}) of {frame.aid}")
+        history = check_answer(frame, challenge, known)
         state = AgentState.PENDING if self.approval else AgentState.REGISTERED
         return await self.storage.save_registration(frame.aid, history.to_list(), history.key_seq,
                                                     state, time.time())
@@ -157,18 +175,27 @@ class Directory:
                                               f"{subject_aid} was already posted; one per receipt")
         return record
 
-    def entry(self, record: AgentRecord) -> DirectoryEntry:
-        online = self._online(record.aid)
+    async def entries(self, records: list[AgentRecord]) -> list[DirectoryEntry]:
+        online = await self._online([record.aid for record in records]) if records else set()
+        return [self._entry(record, record.aid in online) for record in records]
+
+    @staticmethod
+    def _entry(record: AgentRecord, online: bool) -> DirectoryEntry:
         return DirectoryEntry(aid=record.aid, history=record.history, card=record.card,
                               last_seen=time.time() if online else record.last_seen,
                               online=online, review_count=record.review_count,
                               avg_rating=record.avg_rating)
 
-    async def lookup(self, aid: str) -> DirectoryEntry:
+    async def lookup(self, aid: str, *, here_only: bool = False) -> DirectoryEntry:
+        """``aid``'s entry; from its home hub when it is homed at a federated hub, unless
+        ``here_only`` (a federated hub asking: one hop, never a loop)."""
         record = await self.storage.get_agent(aid)
         if record is None or record.state is not AgentState.REGISTERED:
+            if self._federated is not None and not here_only:
+                return await self._federated(aid)
             raise Refusal("unknown-agent", f"{aid} is not in this hub's directory")
-        return self.entry(record)
+        [entry] = await self.entries([record])
+        return entry
 
     async def search(self, query: SearchFrame) -> tuple[list[DirectoryEntry], str | None]:
         words = tuple((query.q or "").lower().split())
@@ -180,7 +207,7 @@ class Directory:
         records = await self.storage.search(filter_, after=after, limit=query.limit + 1)
         page = records[:query.limit]
         more = len(records) > query.limit
-        return [self.entry(record) for record in page], (search_cursor(page[-1].aid)
+        return await self.entries(page), (search_cursor(page[-1].aid)
                                                          if more else None)
 
 

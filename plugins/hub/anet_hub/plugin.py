@@ -1,4 +1,4 @@
-"""The hub module's hooks: ``anet hub serve|approve|pending|official``."""
+"""The hub module's hooks: ``anet hub serve|approve|pending|official|doctor``."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ MIB = 1024 * 1024
 
 def _configure_hub(parser: argparse.ArgumentParser) -> None:
     from anet_hub import app as server
+    from anet_hub.federation import DEFAULT_BURST as DEFAULT_FEDERATION_BURST
+    from anet_hub.federation import DEFAULT_RATE_PER_SECOND as DEFAULT_FEDERATION_RATE
 
     sub = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND", required=True)
     serve = sub.add_parser("serve", help="run a hub in the foreground (Ctrl-C or SIGTERM stops it)")
@@ -50,6 +52,22 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--max-storage-mb", type=int, metavar="MB",
                        help="cap hub.db at this size; writes beyond it are refused as "
                             "hub-storage-full")
+    serve.add_argument("--postgres", metavar="URL",
+                       help="keep everything in this PostgreSQL database instead of hub.db "
+                            "(postgresql://USER@HOST:PORT/DB; the password in PGPASSWORD or "
+                            "~/.pgpass); remembered in DIR/cluster.json")
+    serve.add_argument("--nats", metavar="URL[,URL]",
+                       help="route envelopes between the instances of this hub over NATS "
+                            "(nats://HOST:4222); needs --postgres")
+    serve.add_argument("--federate", action="append", default=[], metavar="AID@URL",
+                       help="forward to and accept forwards from the hub AID at URL "
+                            "(ws://HOST:PORT), whose operator names this hub too; repeatable")
+    serve.add_argument("--federation-rate", type=float, metavar="PER_SECOND",
+                       default=DEFAULT_FEDERATION_RATE,
+                       help="requests per second from each federated hub (default %(default)s)")
+    serve.add_argument("--federation-burst", type=int, default=DEFAULT_FEDERATION_BURST,
+                       help="requests a federated hub may make at once above the rate "
+                            "(default %(default)s)")
 
     for name, text in (("approve", "let a pending node register"),
                        ("pending", "list nodes waiting for approval")):
@@ -59,6 +77,12 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
         child.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
         if name == "pending":
             child.add_argument("--json", action="store_true", help="print JSON")
+
+    doctor = sub.add_parser("doctor", help="say which of the hub's dependencies is down")
+    doctor.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
+    doctor.add_argument("--url", metavar="URL",
+                        help="a running instance to ask too, e.g. http://127.0.0.1:8765")
+    doctor.add_argument("--json", action="store_true", help="print JSON")
 
     official = sub.add_parser("official", help="the operator-signed list of official agents")
     official.add_argument("action", choices=("add", "remove", "list"))
@@ -72,6 +96,8 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
     data = Path(args.data).expanduser().absolute()
     if args.hub_command == "serve":
         return _serve(args, ctx, data)
+    if args.hub_command == "doctor":
+        return _doctor(args, ctx, data)
     if args.hub_command == "approve":
         admin.approve(data, args.aid)
         print(f"Approved {args.aid}; if it is connected, it is registered within a second.")
@@ -101,20 +127,36 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
     from anet_hub import app as server
+    from anet_hub.deployment import Deployment
+    from anet_hub.federation import FederationLimits, PeerHub
+    from anet_hub.storage import StorageError
 
     try:
         host, port = server.parse_listen(args.listen)
+        # Without the options, the data directory's own record: a restarted instance of a
+        # cluster must not come back as an embedded hub with the same key.
+        deployment = (Deployment(postgres=args.postgres, nats=args.nats)
+                      if args.postgres or args.nats else Deployment.read(data))
         config = server.HubConfig(
             data_dir=data, approval=args.approval, max_envelope_bytes=args.max_envelope_bytes,
             rate_per_second=args.rate, burst=args.burst,
             queue_ttl_s=parse_duration(args.queue_ttl).total_seconds(),
             public_url=args.public_url,
-            max_storage_bytes=args.max_storage_mb * MIB if args.max_storage_mb else None)
+            max_storage_bytes=args.max_storage_mb * MIB if args.max_storage_mb else None,
+            deployment=deployment,
+            federate=tuple(PeerHub.parse(spec) for spec in args.federate),
+            federation_limits=FederationLimits(args.federation_rate, args.federation_burst))
     except ValueError as error:
         raise AnetError("hub-bad-option", str(error), hint="see `anet hub serve --help`") from None
     configure_logging(ctx.settings, to_file=None)
+    data.mkdir(parents=True, exist_ok=True)
+    deployment.write(data)
     try:
         asyncio.run(server.serve(config, host, port))
+    except StorageError as error:
+        raise AnetError(error.reason, error.message,
+                        hint="start the storage first; `anet hub doctor --data DIR` says what "
+                             "is down") from None
     except OSError as error:
         raise AnetError("hub-listen-failed", f"cannot listen on {args.listen}: {error.strerror}",
                         hint="pick another port, or stop what uses this one") from None
@@ -124,8 +166,23 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
 @hookimpl
 def anet_cli_commands() -> list[CliCommand]:
     return [
-        CliCommand("hub", "run a hub and administer it (serve, approve, pending, official)",
+        CliCommand("hub", "run a hub and administer it (serve, approve, pending, official, "
+                          "doctor)",
                    configure=_configure_hub, run=_run_hub, module="hub",
                    description="A hub relays sealed envelopes between nodes, keeps the directory "
                                "and stores envelopes for offline nodes. See docs/hub.md."),
     ]
+
+
+def _doctor(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
+    from anet_hub.probes import doctor
+
+    found = asyncio.run(doctor(data, args.url))
+    if args.json:
+        ctx.print_json([item.as_dict() for item in found])
+    else:
+        for item in found:
+            print(f"  {'ok' if item.ok else 'DOWN':4}  {item.name:8}  {item.detail}")
+        down = [item.name for item in found if not item.ok]
+        print(f"Down: {', '.join(down)}." if down else "Every dependency answers.")
+    return 0 if all(item.ok for item in found) else 1

@@ -1,5 +1,8 @@
 """One node's WebSocket session at the hub: challenge, registration, approval, then requests.
 
+A federated hub opens a session too (``federate`` instead of ``register``, anet_hub.federation):
+it may then only look up and send to the agents homed here.
+
 Every frame is parsed with the models of ``frames``; anything wrong with a frame is answered
 with an ``error`` frame and the session goes on. Nothing a node sends can end the hub.
 """
@@ -27,6 +30,7 @@ from anet_core.protocol.frames import (
     ChallengeFrame,
     EntryFrame,
     ErrorFrame,
+    FederateFrame,
     Limits,
     LookupFrame,
     NodeFrame,
@@ -41,7 +45,7 @@ from anet_core.protocol.frames import (
     SendFrame,
     challenge_bytes,
 )
-from anet_hub.directory import Challenge
+from anet_hub.directory import Challenge, check_answer, check_challenge
 from anet_hub.relay import Connection
 from anet_hub.storage import AgentState, StorageError
 
@@ -64,6 +68,8 @@ class Session:
         self.challenge = Challenge(hub_aid=hub.identity.aid, nonce=b64u(os.urandom(NONCE_BYTES)),
                                    ts=int(time.time()), authorities=authorities)
         self.aid: str | None = None
+        self.peer_hub = False
+        """True when ``aid`` is a federated hub, not an agent."""
         self.conn: Connection | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -113,8 +119,10 @@ class Session:
         try:
             await self._dispatch(frame, len(text))
         except Refusal as refusal:
+            self.hub.relay.metrics.refused.labels(refusal.reason).inc()
             await self._send(refusal.frame(rid))
         except StorageError as error:
+            self.hub.relay.metrics.storage_errors.inc()
             log.error("event=storage-error aid=%s reason=%s", self.aid, error.reason)
             await self._send(ErrorFrame(rid=rid, reason=error.reason,
                                         message=f"{error.message}; try again later"))
@@ -126,17 +134,23 @@ class Session:
                                         message="the hub failed on this request; it is logged"))
 
     async def _dispatch(self, frame: NodeFrame, size: int) -> None:
+        if isinstance(frame, FederateFrame):  # before RegisterFrame: it is one
+            await self._federate(frame)
+            return
         if isinstance(frame, RegisterFrame):
             await self._register(frame)
             return
         aid = self.aid
         if aid is None:
             raise Refusal("not-registered", "answer the challenge with a register frame first")
+        if self.peer_hub:
+            await self._peer_request(aid, frame, size)
+            return
         if isinstance(frame, AckFrame):
             if self.conn is not None:
                 await self.hub.relay.ack(self.conn, frame.id)
             return
-        self.hub.relay.admit_request(aid)
+        await self.hub.relay.admit_request(aid)
         if isinstance(frame, PublishFrame):
             await self.hub.directory.publish_card(aid, frame.card)
             log.info("event=card-published aid=%s", aid)
@@ -162,6 +176,39 @@ class Session:
                      record.rating)
             await self._send(OkFrame(rid=frame.rid))
 
+    async def _federate(self, frame: FederateFrame) -> None:
+        federation = self.hub.federation
+        if self.aid is not None:
+            raise Refusal("already-registered", f"this connection is registered as {self.aid}")
+        if federation is None or not federation.is_peer(frame.aid):
+            log.warning("event=federation-refused aid=%s remote=%s", frame.aid, self.remote)
+            raise Refusal("not-federated", f"this hub ({self.hub.identity.aid}) does not "
+                                           f"federate with the hub {frame.aid}; its operator "
+                                           f"would add --federate {frame.aid}@<its URL>")
+        check_challenge(frame, self.challenge)
+        check_answer(frame, self.challenge, None)
+        self.aid, self.peer_hub = frame.aid, True
+        log.info("event=federated aid=%s remote=%s", frame.aid, self.remote)
+        limits = federation.limits
+        await self._send(RegisteredFrame(aid=frame.aid, state="registered", limits=Limits(
+            max_envelope_bytes=self.hub.relay.limits.max_envelope_bytes,
+            rate_per_second=limits.rate_per_second, burst=limits.burst,
+            queue_ttl_seconds=self.hub.relay.limits.queue_ttl_s)))
+
+    async def _peer_request(self, peer: str, frame: NodeFrame, size: int) -> None:
+        """What a federated hub may ask: about, and for, the agents homed here."""
+        assert self.hub.federation is not None
+        self.hub.federation.admit(peer)
+        if isinstance(frame, LookupFrame):
+            entry = await self.hub.directory.lookup(frame.aid, here_only=True)
+            await self._send(EntryFrame(rid=frame.rid, entry=entry))
+        elif isinstance(frame, SendFrame):
+            envelope_id = await self.hub.relay.submit(peer, frame.envelope, size, via_hub=peer)
+            await self._send(AcceptedFrame(rid=frame.rid, id=envelope_id))
+        else:
+            raise Refusal("not-allowed", f"a federated hub may send lookup and send, not "
+                                         f"{frame.type}")
+
     async def _register(self, frame: RegisterFrame) -> None:
         if self.aid is not None:
             raise Refusal("already-registered", f"this connection is registered as {self.aid}")
@@ -184,7 +231,7 @@ class Session:
     async def _go_live(self) -> None:
         assert self.aid is not None
         self.conn = Connection(self.aid, self.ws, self.hub.storage)
-        replaced = self.hub.relay.attach(self.conn)
+        replaced = await self.hub.relay.attach(self.conn)
         if replaced is not None:
             log.info("event=replaced aid=%s", self.aid)
             await replaced.ws.close(code=4001, message=b"replaced by a newer connection")
@@ -233,8 +280,8 @@ class Session:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.conn is not None:
-            self.hub.relay.detach(self.conn)
-        if self.aid is not None:
+            await self.hub.relay.detach(self.conn)
+        if self.aid is not None and not self.peer_hub:
             try:
                 await self.hub.storage.touch(self.aid, time.time())
             except StorageError:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from anet_hub.storage import (
+    AGENT_COLUMNS,
     AgentRecord,
     AgentState,
     CardIndex,
@@ -24,6 +25,8 @@ from anet_hub.storage import (
     ReviewRecord,
     SearchFilter,
     StorageError,
+    agent_from_row,
+    like_pattern,
 )
 
 T = TypeVar("T")
@@ -72,22 +75,6 @@ CREATE TABLE IF NOT EXISTS envelopes (
 CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, seq);
 CREATE INDEX IF NOT EXISTS envelopes_by_expiry ON envelopes (expires_at);
 """
-
-_AGENT_COLUMNS = ("aid, state, history, key_seq, card, first_seen, last_seen, review_count, "
-                  "rating_sum")
-
-
-def _agent(row: tuple[Any, ...]) -> AgentRecord:
-    return AgentRecord(aid=row[0], state=AgentState(row[1]), history=json.loads(row[2]),
-                       key_seq=row[3], card=json.loads(row[4]) if row[4] else None,
-                       first_seen=row[5], last_seen=row[6], review_count=row[7],
-                       rating_sum=row[8])
-
-
-def _like(word: str) -> str:
-    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
 
 class SqliteHubStorage:
     """SQLite behind :class:`HubStorage`. ``max_bytes`` caps the file (a quota: writes beyond it
@@ -159,12 +146,19 @@ class SqliteHubStorage:
         assert self._conn is not None, "storage used after close"
         return self._conn.execute(sql, params).fetchall()
 
+    async def ping(self) -> None:
+        await self._call(self._read, "SELECT 1")
+
+    async def count_queued(self) -> int:
+        rows = await self._call(self._read, "SELECT count(*) FROM envelopes")
+        return int(rows[0][0])
+
     # -- registrations and the directory ------------------------------------------------------
 
     async def get_agent(self, aid: str) -> AgentRecord | None:
-        rows = await self._call(self._read, f"SELECT {_AGENT_COLUMNS} FROM agents WHERE aid = ?",
+        rows = await self._call(self._read, f"SELECT {AGENT_COLUMNS} FROM agents WHERE aid = ?",
                                 (aid,))
-        return _agent(rows[0]) if rows else None
+        return agent_from_row(rows[0]) if rows else None
 
     async def save_registration(self, aid: str, history: list[dict[str, Any]], key_seq: int,
                                 state: AgentState, now: float) -> AgentRecord:
@@ -175,9 +169,9 @@ class SqliteHubStorage:
                 "history = excluded.history, key_seq = excluded.key_seq, "
                 "last_seen = excluded.last_seen",
                 (aid, state.value, json.dumps(history), key_seq, now, now))
-            row = conn.execute(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE aid = ?",
+            row = conn.execute(f"SELECT {AGENT_COLUMNS} FROM agents WHERE aid = ?",
                                (aid,)).fetchone()
-            return _agent(row)
+            return agent_from_row(row)
 
         return await self._call(self._tx, save)
 
@@ -190,10 +184,10 @@ class SqliteHubStorage:
         return await self._call(self._tx, approve)
 
     async def list_pending(self) -> list[AgentRecord]:
-        rows = await self._call(self._read, f"SELECT {_AGENT_COLUMNS} FROM agents WHERE state = ? "
+        rows = await self._call(self._read, f"SELECT {AGENT_COLUMNS} FROM agents WHERE state = ? "
                                             "ORDER BY first_seen, aid",
                                 (AgentState.PENDING.value,))
-        return [_agent(row) for row in rows]
+        return [agent_from_row(row) for row in rows]
 
     async def touch(self, aid: str, now: float) -> None:
         def touch(conn: sqlite3.Connection) -> None:
@@ -228,12 +222,12 @@ class SqliteHubStorage:
             params.append(query.tag)
         for word in query.words:
             clauses.append("a.search_text LIKE ? ESCAPE '\\'")
-            params.append(_like(word))
-        columns = ", ".join(f"a.{name.strip()}" for name in _AGENT_COLUMNS.split(","))
+            params.append(like_pattern(word))
+        columns = ", ".join(f"a.{name.strip()}" for name in AGENT_COLUMNS.split(","))
         sql = (f"SELECT {columns} FROM agents a WHERE {' AND '.join(clauses)} "
                "ORDER BY a.aid LIMIT ?")
         rows = await self._call(self._read, sql, (*params, limit))
-        return [_agent(row) for row in rows]
+        return [agent_from_row(row) for row in rows]
 
     # -- reviews ------------------------------------------------------------------------------
 

@@ -1,17 +1,19 @@
 """The one storage interface behind a hub: directory, registrations, queues, reviews, official list.
 
 Everything a hub remembers goes through :class:`HubStorage`. The embedded implementation is
-SQLite (``anet_hub.sqlite``); a shared PostgreSQL implementation (several hub instances
-behind one address, docs/hub.md "Scale-out plan") implements the same methods. The methods are
-coroutines for that reason, and each one is a single transaction: nothing here assumes that
-the hub process is the only writer.
+SQLite (``anet_hub.sqlite``); the shared one is PostgreSQL (``anet_hub.postgres``: several hub
+instances of one hub, docs/hub.md "Cluster"). The methods are coroutines for that reason, and
+each one is a single transaction: nothing here assumes that the hub process is the only writer.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from anet_core.api import ReasonError
 
@@ -81,8 +83,41 @@ class ReviewRecord:
     created: float
 
 
+AGENT_COLUMNS = ("aid, state, history, key_seq, card, first_seen, last_seen, review_count, "
+                 "rating_sum")
+"""The columns of an agent row, in the order :func:`agent_from_row` reads them."""
+
+
+def agent_from_row(row: Sequence[Any]) -> AgentRecord:
+    return AgentRecord(aid=row[0], state=AgentState(row[1]), history=json.loads(row[2]),
+                       key_seq=row[3], card=json.loads(row[4]) if row[4] else None,
+                       first_seen=row[5], last_seen=row[6], review_count=row[7],
+                       rating_sum=row[8])
+
+
+def like_pattern(word: str) -> str:
+    """``%word%`` for ``LIKE … ESCAPE '\\'``, the word's own wildcards escaped."""
+    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def redacted(url: str) -> str:
+    """A server's ``url`` without its password, for logs and the doctor."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
+
+
 class HubStorage(Protocol):
     async def close(self) -> None: ...
+
+    async def ping(self) -> None:
+        """Raise :class:`StorageError` unless the storage answers now (readiness)."""
+
+    async def count_queued(self) -> int:
+        """Envelopes stored and not yet acknowledged (a metric)."""
 
     # -- registrations and the directory ------------------------------------------------------
 

@@ -1,0 +1,339 @@
+"""Federation: hubs of different operators that forward to each other (docs/hub.md "Federation").
+
+Each operator names the other's hub, ``anet hub serve --federate AID@URL``: the hub then keeps a
+link to that hub's WebSocket, answers its challenge with a ``federate`` frame signed by its own
+operator key, and checks that the hub there presents the named AID. The other hub accepts the
+link only if its operator named this hub too (else ``not-federated``): both operators authorised
+it. Over the link go the two requests a hub cannot answer for an agent homed elsewhere:
+
+``lookup``  an AID unknown here is looked up at the federated hubs; the home hub's answer (the
+            agent's signed history and card) is passed on as is, and verifies wherever it is
+            served
+``send``    an envelope for such an agent is handed to its home hub, which stores it as for
+            one of its own senders; the sender hears ``accepted`` only once it is stored there
+
+A federated hub's requests are charged to a token bucket of their own (``--federation-rate``),
+not to any agent's. Approval, the official list and reviews stay per hub: a link never writes
+there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+from pydantic import ValidationError
+
+from anet_core.api import (
+    HistoryError,
+    Identity,
+    TokenBucket,
+    b64u,
+    is_aid,
+    verify_history,
+    verify_signature,
+)
+from anet_core.protocol.frames import (
+    CHALLENGE_CONTEXT,
+    HUB_FRAME,
+    WS_PATH,
+    AcceptedFrame,
+    ChallengeFrame,
+    DirectoryEntry,
+    EntryFrame,
+    ErrorFrame,
+    HubFrame,
+    Refusal,
+    RegisteredFrame,
+    answer_challenge,
+    challenge_bytes,
+)
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT_S = 15.0
+HANDSHAKE_TIMEOUT_S = 10.0
+RETRY_BASE_S = 0.5
+RETRY_CAP_S = 30.0
+HOME_CACHE_S = 300.0
+"""How long this hub remembers which federated hub is an agent's home."""
+DEFAULT_RATE_PER_SECOND = 500.0
+DEFAULT_BURST = 2000
+
+
+@dataclass(frozen=True)
+class PeerHub:
+    aid: str
+    url: str
+    """``ws://host:port`` or ``wss://host[/prefix]``: where its nodes reach it."""
+
+    @classmethod
+    def parse(cls, spec: str) -> PeerHub:
+        aid, sep, url = spec.partition("@")
+        parts = urlsplit(url)
+        if not sep or not is_aid(aid) or parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError(f"--federate {spec!r}: expected AID@ws://HOST:PORT (the other hub's "
+                             "AID, from its `GET /v1/hub`, and the URL its nodes use)")
+        return cls(aid, url.rstrip("/").removesuffix(WS_PATH))
+
+
+@dataclass(frozen=True)
+class FederationLimits:
+    rate_per_second: float = DEFAULT_RATE_PER_SECOND
+    burst: int = DEFAULT_BURST
+
+    def __post_init__(self) -> None:
+        if self.rate_per_second <= 0 or self.burst < 1:
+            raise ValueError("--federation-rate and --federation-burst must be positive")
+
+
+class LinkDown(Exception):
+    """The link to a federated hub is not up (``reason`` says why)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass
+class PeerLink:
+    """This hub's connection to one federated hub, kept up with backoff."""
+
+    peer: PeerHub
+    identity: Identity
+    state: str = "connecting"
+    """``up``, ``connecting``, or the reason of the last refusal (``not-federated``…)."""
+    detail: str = ""
+    _ws: aiohttp.ClientWebSocketResponse | None = None
+    _pending: dict[str, asyncio.Future[HubFrame]] = field(default_factory=dict)
+    _rids: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def up(self) -> bool:
+        return self._ws is not None and not self._ws.closed
+
+    async def run_forever(self, http: aiohttp.ClientSession) -> None:
+        failures = 0
+        while True:
+            try:
+                await self._connect_once(http)
+                failures = 0
+            except LinkDown as down:
+                self.state, self.detail = down.reason, down.message
+                log.warning("event=federation-refused peer=%s reason=%s detail=%r",
+                            self.peer.aid, down.reason, down.message)
+            except (aiohttp.ClientError, OSError, TimeoutError, ValidationError) as error:
+                self.state, self.detail = "unreachable", str(error) or type(error).__name__
+                log.info("event=federation-unreachable peer=%s error=%r", self.peer.aid,
+                         self.detail)
+            ceiling = min(RETRY_CAP_S, RETRY_BASE_S * 2 ** min(failures, 10))
+            failures += 1
+            await asyncio.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))
+
+    async def _connect_once(self, http: aiohttp.ClientSession) -> None:
+        ws_url = self.peer.url + WS_PATH
+        async with http.ws_connect(ws_url, heartbeat=30.0, max_msg_size=0) as ws:
+            challenge = await self._receive(ws, ChallengeFrame)
+            self._check_peer(challenge)
+            await ws.send_str(json.dumps(answer_challenge(
+                self.identity, hub_aid=challenge.hub_aid, hub_url=ws_url,
+                nonce=challenge.nonce, ts=challenge.ts, frame_type="federate")))
+            await self._receive(ws, RegisteredFrame)
+            self._ws, self.state, self.detail = ws, "up", ""
+            log.info("event=federation-up peer=%s url=%s", self.peer.aid, self.peer.url)
+            try:
+                async for message in ws:
+                    if message.type is aiohttp.WSMsgType.TEXT:
+                        self._on_answer(message.data)
+            finally:
+                self._ws = None
+                self.state = "connecting"
+                for future in self._pending.values():
+                    if not future.done():
+                        future.set_exception(LinkDown("peer-hub-unreachable",
+                                                      f"the link to {self.peer.url} closed"))
+                self._pending.clear()
+
+    async def _receive(self, ws: aiohttp.ClientWebSocketResponse,
+                       expected: type[ChallengeFrame | RegisteredFrame]) -> Any:
+        message = await ws.receive(timeout=HANDSHAKE_TIMEOUT_S)
+        if message.type is not aiohttp.WSMsgType.TEXT:
+            raise LinkDown("peer-hub-closed", f"{self.peer.url} closed the link")
+        frame = HUB_FRAME.validate_json(message.data)
+        if isinstance(frame, ErrorFrame):
+            raise LinkDown(frame.reason, frame.message)
+        if not isinstance(frame, expected):
+            raise LinkDown("peer-hub-protocol", f"expected {expected.__name__}, got {frame.type}")
+        return frame
+
+    def _check_peer(self, challenge: ChallengeFrame) -> None:
+        """The hub at the URL is the one the operator named, and signed the challenge."""
+        if challenge.hub_aid != self.peer.aid:
+            raise LinkDown("peer-hub-identity", f"the hub at {self.peer.url} is "
+                                                f"{challenge.hub_aid}, not {self.peer.aid} as "
+                                                "named in --federate")
+        try:
+            history = verify_history(challenge.hub_history, expected_aid=self.peer.aid)
+        except HistoryError as error:
+            raise LinkDown("peer-hub-identity", f"{self.peer.url}: {error}") from None
+        signed = challenge_bytes(hub_aid=history.aid, nonce=challenge.nonce, ts=challenge.ts)
+        if not verify_signature(b64u(history.signing_key), signed, challenge.signature,
+                                context=CHALLENGE_CONTEXT):
+            raise LinkDown("peer-hub-identity", f"the challenge from {self.peer.url} is not "
+                                                "signed by its hub's key")
+
+    def _on_answer(self, text: str) -> None:
+        try:
+            frame = HUB_FRAME.validate_json(text)
+        except ValidationError:
+            log.warning("event=federation-bad-frame peer=%s", self.peer.aid)
+            return
+        rid = getattr(frame, "rid", None)
+        future = self._pending.get(rid) if rid is not None else None
+        if future is not None and not future.done():
+            future.set_result(frame)
+
+    async def request(self, frame: dict[str, Any]) -> HubFrame:
+        ws = self._ws
+        if ws is None or ws.closed:
+            raise LinkDown(self.state if self.state != "up" else "peer-hub-unreachable",
+                           self.detail or f"no link to {self.peer.url} now")
+        rid = f"f{next(self._rids)}"
+        future: asyncio.Future[HubFrame] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            await ws.send_str(json.dumps({**frame, "rid": rid}, ensure_ascii=False))
+            return await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
+        except TimeoutError:
+            raise LinkDown("peer-hub-timeout", f"{self.peer.url} did not answer within "
+                                               f"{REQUEST_TIMEOUT_S:g} s") from None
+        except (aiohttp.ClientError, ConnectionError) as error:
+            raise LinkDown("peer-hub-unreachable", f"{self.peer.url}: {error}") from None
+        finally:
+            self._pending.pop(rid, None)
+
+
+@dataclass
+class FederationService:
+    """The federated hubs of this hub: links out, admission of theirs in."""
+
+    identity: Identity
+    peers: dict[str, PeerHub]
+    limits: FederationLimits = field(default_factory=FederationLimits)
+    links: dict[str, PeerLink] = field(default_factory=dict)
+    _homes: dict[str, tuple[str, float]] = field(default_factory=dict)
+    _buckets: dict[str, TokenBucket] = field(default_factory=dict)
+    _http: aiohttp.ClientSession | None = None
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def start(self) -> None:
+        self._http = aiohttp.ClientSession()
+        for peer in self.peers.values():
+            link = self.links[peer.aid] = PeerLink(peer, self.identity)
+            self._tasks.append(asyncio.create_task(link.run_forever(self._http)))
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._http is not None:
+            await self._http.close()
+
+    # -- their requests -------------------------------------------------------------------------
+
+    def is_peer(self, aid: str) -> bool:
+        return aid in self.peers
+
+    def admit(self, peer_aid: str) -> None:
+        """Charge one request of a federated hub; ``rate-limited`` beyond its limit."""
+        now = time.monotonic()
+        bucket = self._buckets.get(peer_aid)
+        if bucket is None:
+            bucket = self._buckets[peer_aid] = TokenBucket(
+                self.limits.rate_per_second, self.limits.burst, now=now)
+        wait = bucket.take(now)
+        if wait:
+            raise Refusal("rate-limited", f"more than {self.limits.rate_per_second:g} requests/s "
+                                          f"from the federated hub {peer_aid}; retry after "
+                                          f"{wait:.2f} s", retry_after=round(wait, 3))
+
+    # -- ours -----------------------------------------------------------------------------------
+
+    async def lookup(self, aid: str) -> DirectoryEntry:
+        """The entry of ``aid`` from its home hub among the federated ones."""
+        entry, _ = await self._find(aid)
+        return entry
+
+    async def forward(self, recipient: str, envelope: dict[str, object]) -> str:
+        home = self._home(recipient)
+        if home is None:
+            _, home = await self._find(recipient)
+        try:
+            answer = await self.links[home].request({"type": "send", "envelope": envelope})
+        except LinkDown as down:
+            raise _retry_later(down) from None
+        if isinstance(answer, AcceptedFrame):
+            log.debug("event=forwarded to=%s peer=%s id=%s", recipient, home, answer.id)
+            return answer.id
+        if isinstance(answer, ErrorFrame):
+            if answer.reason == "unknown-recipient":
+                self._homes.pop(recipient, None)
+            raise Refusal(answer.reason, f"the home hub of {recipient} ({self.peers[home].url}) "
+                                         f"refused it: {answer.message}",
+                          retry_after=answer.retry_after)
+        raise Refusal("peer-hub-protocol", f"{self.peers[home].url} answered {answer.type}")
+
+    def _home(self, aid: str) -> str | None:
+        known = self._homes.get(aid)
+        if known is not None and known[1] > time.monotonic():
+            return known[0]
+        return None
+
+    async def _find(self, aid: str) -> tuple[DirectoryEntry, str]:
+        """Ask every federated hub that is up; the first entry wins."""
+        links = [link for link in self.links.values() if link.up]
+        answers = await asyncio.gather(*(link.request({"type": "lookup", "aid": aid})
+                                         for link in links), return_exceptions=True)
+        for link, answer in zip(links, answers, strict=True):
+            if isinstance(answer, EntryFrame) and answer.entry.aid == aid:
+                self._homes[aid] = (link.peer.aid, time.monotonic() + HOME_CACHE_S)
+                return answer.entry, link.peer.aid
+        refused = [link for link in self.links.values() if link.state == "not-federated"]
+        down = [link for link in self.links.values()
+                if not link.up and link.state != "not-federated"]
+        if refused and not down:
+            names = ", ".join(f"{link.peer.aid} at {link.peer.url}" for link in refused)
+            raise Refusal("not-federated",
+                          f"{aid} is not homed at this hub nor at a hub federated with it; "
+                          f"the hub {names} does not federate with this hub (its operator has "
+                          f"to add --federate {self.identity.aid}@<this hub's URL>)")
+        if down:
+            raise _retry_later(LinkDown("peer-hub-unreachable",
+                                        f"{aid} is not homed here, and the federated hub "
+                                        f"{down[0].peer.url} cannot be asked now "
+                                        f"({down[0].state}: {down[0].detail})"))
+        raise Refusal("unknown-agent", f"{aid} is not homed at this hub nor at the hubs "
+                                       f"federated with it ({len(self.links)})")
+
+
+def _retry_later(down: LinkDown) -> Refusal:
+    """A link that is down is tried again; one the other hub refuses, only by its operator."""
+    if down.reason == "not-federated":
+        return Refusal("not-federated", f"the agent's home hub no longer federates with this "
+                                        f"hub: {down.message}")
+    return Refusal("peer-hub-unreachable", f"{down.message}; send it again later")
+
+
+def parse_peers(specs: list[str]) -> dict[str, PeerHub]:
+    peers = [PeerHub.parse(spec) for spec in specs]
+    return {peer.aid: peer for peer in peers}
+

@@ -1,0 +1,293 @@
+"""A hub of several instances (`anet hub serve --postgres … --nats …`, real processes) on a real
+PostgreSQL and a real NATS (tests.hub.servers), with real nodes running their task layers in this
+process: tasks across instances, the SIGKILL of an instance under 200 tasks, restarts of
+PostgreSQL and of NATS. Every task must end, and none may reach the provider twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+pytest.importorskip("asyncpg")
+pytest.importorskip("nats")
+
+from anet_core.link.contract import JoinState
+from anet_core.node import Node
+from anet_hub.deployment import Deployment
+from tests.hub.network import (
+    RECOVERY_S,
+    Provider,
+    all_completed,
+    send_tasks,
+    start_node,
+)
+from tests.hub.servers import (  # noqa: F401 - the fixtures
+    NatsServer,
+    PostgresServer,
+    TcpBalancer,
+    nats,
+    postgres,
+)
+from tests.support.processes import ANET, REPO, HubProcess, free_port
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.timeout(240)
+
+TASKS_UNDER_KILL = 200
+SEND_PAUSE_S = 0.02
+
+
+@dataclass
+class Cluster:
+    """Instances of one hub: the first makes the operator key, the others get a copy of it."""
+
+    root: Path
+    database: str
+    nats_url: str
+    public_url: str | None = None
+    instances: list[HubProcess] = field(default_factory=list)
+
+    def add(self) -> HubProcess:
+        data = self.root / f"instance{len(self.instances)}" / "hub"
+        if self.instances:
+            data.mkdir(parents=True)
+            shutil.copytree(self.instances[0].data / "identity", data / "identity")
+        options = ["--postgres", self.database, "--nats", self.nats_url]
+        if self.public_url:
+            options += ["--public-url", self.public_url]
+        instance = HubProcess(data, free_port(), options=tuple(options)).start()
+        self.instances.append(instance)
+        return instance
+
+    def stop(self) -> None:
+        for instance in self.instances:
+            instance.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, postgres: PostgresServer,  # noqa: F811 - the fixtures
+            nats: NatsServer) -> Iterator[Cluster]:  # noqa: F811
+    database = postgres.create_database(f"hub_{uuid.uuid4().hex[:12]}")
+    made = Cluster(tmp_path / "hub", database, nats.url)
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
+async def get_json(url: str) -> tuple[int, Any]:
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        return response.status, await response.json(content_type=None)
+
+
+async def metric(instance: HubProcess, name: str) -> float:
+    async with aiohttp.ClientSession() as http, \
+            http.get(f"http://127.0.0.1:{instance.port}/metrics") as response:
+        return summed(await response.text(), name)
+
+
+async def node_metric(node: Node, name: str) -> float:
+    """From the node's control plane, with its control token, as Prometheus scrapes it."""
+    token = node.paths.control_token.read_text().strip()
+    url = f"http://{node.listeners['control'].address}/metrics/"
+    async with aiohttp.ClientSession() as http, \
+            http.get(url, headers={"Authorization": f"Bearer {token}"}) as response:
+        assert response.status == 200, await response.text()
+        return summed(await response.text(), name)
+
+
+def summed(exposition: str, name: str) -> float:
+    """The sum of the samples of ``name`` (``name{labels}`` picks some)."""
+    prefix = name if "{" in name else None
+    return sum(float(line.split()[-1]) for line in exposition.splitlines()
+               if (line.startswith(prefix) if prefix else
+                   line.startswith(name + " ") or line.startswith(name + "{")))
+
+
+async def hub_doctor(data: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
+    process = await asyncio.create_subprocess_exec(
+        *ANET, "hub", "doctor", "--data", str(data), "--json", *extra, cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    async with asyncio.timeout(30):
+        out, err = await process.communicate()
+    assert out, err.decode()
+    return process.returncode or 0, json.loads(out)
+
+
+def down(report: list[dict[str, Any]]) -> list[str]:
+    return [item["name"] for item in report if not item["ok"]]
+
+
+async def test_tasks_across_two_instances(cluster: Cluster, tmp_path: Path) -> None:
+    first, second = cluster.add(), cluster.add()
+    provider = Provider()
+    async with AsyncExitStack() as stack:
+        bob = await start_node(stack, tmp_path / "bob", second.url, provider)
+        alice = await start_node(stack, tmp_path / "alice", first.url)
+        # One directory: each instance answers for a node connected to the other.
+        assert (await alice.hub.peer(bob.identity.aid)).aid == bob.identity.aid
+        ids = await send_tasks(alice, bob, 20, "across")
+        await all_completed(alice, ids)
+        done = alice.tasks.get(None, ids[3])
+        assert done["artifacts"][0]["parts"] == [{"text": "done: across 3"}]
+        assert done["metadata"]["anet.receipt_verified"] is True
+        assert sorted(provider.served) == sorted(ids) and set(provider.served.values()) == {1}
+        assert await node_metric(alice, "anet_node_envelopes_sent_total") >= 20
+        assert await node_metric(bob, "anet_node_envelopes_received_total") >= 20
+        assert await node_metric(
+            alice, 'anet_node_tasks{role="requester",state="TASK_STATE_COMPLETED"}') == 20
+        assert await node_metric(
+            bob, 'anet_node_tasks{role="provider",state="TASK_STATE_COMPLETED"}') == 20
+        assert await node_metric(alice, "anet_node_outbox_depth") == 0
+
+        # Alice's envelopes were accepted at the first instance and acknowledged at the second.
+        assert await metric(first, "anet_hub_envelopes_relayed_total") >= 20
+        assert await metric(second, "anet_hub_envelopes_delivered_total") >= 20
+        assert await metric(second, "anet_hub_relay_latency_seconds_count") >= 20
+        assert await metric(first, "anet_hub_connected_nodes") == 1
+        assert await metric(first, "anet_hub_broker_connected") == 1
+        for instance in (first, second):
+            status, ready = await get_json(f"http://127.0.0.1:{instance.port}/readyz")
+            assert status == 200 and ready["ready"] is True
+            assert [item["name"] for item in ready["dependencies"]] == ["storage", "broker"]
+            assert (await get_json(f"http://127.0.0.1:{instance.port}/healthz"))[0] == 200
+        code, report = await hub_doctor(second.data, "--url", f"http://127.0.0.1:{second.port}")
+        assert code == 0 and [item["name"] for item in report] == [
+            "identity", "storage", "broker", "instance"]
+
+
+async def test_an_instance_killed_under_200_tasks(cluster: Cluster, tmp_path: Path) -> None:
+    balancer = TcpBalancer([]).start()
+    try:
+        cluster.public_url = balancer.url
+        balancer.backends.extend(cluster.add().port for _ in range(3))
+        provider = Provider()
+        async with AsyncExitStack() as stack:
+            alice = await start_node(stack, tmp_path / "alice", balancer.url)
+            before = Counter(balancer.connections)
+            bob = await start_node(stack, tmp_path / "bob", balancer.url, provider)
+            [bobs_port] = (Counter(balancer.connections) - before).keys()
+            victim = next(i for i in cluster.instances if i.port == bobs_port)
+
+            # Sent at a steady pace, so the kill falls in the middle of the traffic.
+            sending = asyncio.create_task(send_tasks(alice, bob, TASKS_UNDER_KILL, "load",
+                                                     pause=SEND_PAUSE_S))
+            await eventually(lambda: len(provider.served) >= TASKS_UNDER_KILL // 4,
+                        "a quarter of the tasks served")
+            victim.kill()
+            killed_at = len(provider.served)
+            ids = await asyncio.wait_for(sending, RECOVERY_S)
+            assert killed_at < TASKS_UNDER_KILL // 2, "the kill came after most of the traffic"
+            await eventually(lambda: bob.hub.status.state is not JoinState.REGISTERED
+                        or balancer.connections[bobs_port] == 0, "bob lost his instance")
+            await all_completed(alice, ids, RECOVERY_S)
+            await eventually(lambda: bob.hub.status.state is JoinState.REGISTERED,
+                        "bob registered at another instance")
+            assert balancer.connections[bobs_port] == 0
+            assert sorted(provider.served) == sorted(ids)
+            twice = {task_id: n for task_id, n in provider.served.items() if n != 1}
+            assert twice == {}, f"served more than once: {twice}"
+    finally:
+        balancer.stop()
+
+
+async def test_postgres_and_nats_restart(cluster: Cluster, tmp_path: Path,
+                                         postgres: PostgresServer,  # noqa: F811
+                                         nats: NatsServer) -> None:  # noqa: F811
+    first, second = cluster.add(), cluster.add()
+    provider = Provider()
+    readyz = f"http://127.0.0.1:{first.port}/readyz"
+    async with AsyncExitStack() as stack:
+        bob = await start_node(stack, tmp_path / "bob", second.url, provider)
+        alice = await start_node(stack, tmp_path / "alice", first.url)
+        await all_completed(alice, await send_tasks(alice, bob, 5, "warm-up"))
+
+        nats.stop()
+        try:
+            status, ready = await eventually(lambda: _not_ready(readyz), "readyz reports NATS down")
+            assert status == 503 and _down_names(ready) == ["broker"]
+            code, report = await hub_doctor(first.data, "--url", f"http://127.0.0.1:{first.port}")
+            assert code == 1 and down(report) == ["broker", "instance"]
+            during = await send_tasks(alice, bob, 5, "nats-down")
+        finally:
+            nats.start()
+        await all_completed(alice, during)
+        await eventually(lambda: _ready(readyz), "readyz is ready again after NATS")
+
+        postgres.stop()
+        try:
+            status, ready = await eventually(lambda: _not_ready(readyz), "readyz reports PG down")
+            assert status == 503 and "storage" in _down_names(ready)
+            code, report = await hub_doctor(first.data)
+            assert code == 1 and down(report) == ["storage"]
+            during = await send_tasks(alice, bob, 5, "postgres-down")
+        finally:
+            postgres.start()
+        await all_completed(alice, during)
+        await eventually(lambda: _ready(readyz), "readyz is ready again after PostgreSQL")
+        assert set(provider.served.values()) == {1} and len(provider.served) == 15
+        assert await metric(first, "anet_hub_storage_errors_total") >= 1
+        assert await metric(first, "anet_hub_broker_errors_total") >= 1
+
+
+async def _not_ready(url: str) -> tuple[int, Any] | None:
+    status, body = await get_json(url)
+    return (status, body) if status != 200 else None
+
+
+async def _ready(url: str) -> bool:
+    return (await get_json(url))[0] == 200
+
+
+def _down_names(ready: dict[str, Any]) -> list[str]:
+    return [item["name"] for item in ready["dependencies"] if not item["ok"]]
+
+
+# --- two instances in this process, to look inside -------------------------------------------
+
+
+async def test_one_hub_across_instances_for_limits_presence_and_replacement(
+        tmp_path: Path, hub_factory: Any, raw: Any, nodes: Any, inbox_factory: Any,
+        postgres: PostgresServer, nats: NatsServer) -> None:  # noqa: F811
+    deployment = Deployment(postgres=postgres.create_database(f"hub_{uuid.uuid4().hex[:12]}"),
+                            nats=nats.url)
+    limits = {"rate_per_second": 0.01, "burst": 4}  # four requests, then none for 100 s
+    first = await hub_factory(data_dir=tmp_path / "one", deployment=deployment, **limits)
+    (tmp_path / "two").mkdir()
+    shutil.copytree(tmp_path / "one" / "identity", tmp_path / "two" / "identity")
+    second = await hub_factory(data_dir=tmp_path / "two", deployment=deployment, **limits)
+    assert first.state.identity.aid == second.state.identity.aid
+
+    # Presence: bob at the second instance is online in the first one's directory.
+    await nodes.connect("bob", second, receiver=inbox_factory())
+    bob = nodes.identity("bob").aid
+    dave = nodes.identity("dave")
+    ws_one = await raw.register(first, dave)
+    entry = await raw.ask(ws_one, {"type": "lookup", "rid": "1", "aid": bob})
+    assert entry["entry"]["online"] is True
+    for rid in "23":
+        assert (await raw.ask(ws_one, {"type": "lookup", "rid": rid, "aid": bob}))["type"] \
+            == "entry"
+
+    # Dave connects again, at the other instance: the older connection is closed, as one hub
+    # closes it, and the token bucket follows him (the register frame is not charged).
+    ws_two = await raw.register(second, dave)
+    closed = await ws_one.receive(timeout=10)
+    assert closed.type is aiohttp.WSMsgType.CLOSE and closed.data == 4001
+    assert (await raw.ask(ws_two, {"type": "lookup", "rid": "4", "aid": bob}))["type"] == "entry"
+    refused = await raw.ask(ws_two, {"type": "lookup", "rid": "5", "aid": bob})
+    assert refused["reason"] == "rate-limited" and refused["retryAfter"] > 1
+    await eventually(lambda: dave.aid in second.state.relay.connections
+                and dave.aid not in first.state.relay.connections, "dave only at the second")
