@@ -65,6 +65,11 @@ class TaskMetadata(StrEnum):
     """On what the backends module forwards to a backend: the requester's AID."""
     TRUSTED = "anet.trusted"
     """On what the backends module forwards to a backend: the requester is on the trust list."""
+    DIRECT_PEER = "anet.direct_peer"
+    """On a task at a direct peer (the a2a module's local endpoint): the peer's name."""
+    PEER_ERROR = "anet.peer_error"
+    """On a task a direct peer's answer ended (the a2a module): the ``error`` and, for a
+    JSON-RPC error, its ``code`` and A2A reason (``a2aReason``)."""
 
 
 class EffectStatus(StrEnum):

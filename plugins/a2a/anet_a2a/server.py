@@ -27,6 +27,7 @@ from anet_a2a.state import (
     conflict_text,
     replace_token_after_emergency,
 )
+from anet_a2a.surface import SURFACE
 from anet_core.api import NODE_KEY, Listener, LoopbackGuard, Node, bind_loopback
 from anet_core.wire import AGENT_CARD_WELL_KNOWN_PATH
 
@@ -46,6 +47,7 @@ def build_app(endpoint: Endpoint, *, body_timeout: float = BODY_TIMEOUT_S) -> we
     app = web.Application(middlewares=[RequestChecks(guard, body_timeout).middleware()],
                           client_max_size=BODY_LIMIT)
     app[ENDPOINT] = endpoint
+    app[SURFACE] = endpoint
     app[NODE_KEY] = endpoint.node
     agent = f"{AGENTS_PATH}/{{aid}}"
     app.add_routes([
