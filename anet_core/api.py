@@ -61,7 +61,15 @@ from anet_core.records import (
 )
 from anet_core.settings import DataPaths
 from anet_core.store import decode_page_token, encode_page_token
-from anet_core.tasks import InboundPolicy, Reason, TaskError, TaskLayer, TaskSubscription
+from anet_core.tasks import (
+    InboundPolicy,
+    LocalOrigin,
+    LocalTasks,
+    Reason,
+    TaskError,
+    TaskLayer,
+    TaskSubscription,
+)
 from anet_core.tasks.events import TaskEvents
 from anet_core.util.backoff import Backoff, TokenBucket
 from anet_core.util.canonical import b64u, canonical_json, decode_cursor, encode_cursor, unb64u
@@ -110,6 +118,8 @@ __all__ = [
     "KeyState",
     "Lifespan",
     "Listener",
+    "LocalOrigin",
+    "LocalTasks",
     "LoopbackGuard",
     "MessageLike",
     "Node",

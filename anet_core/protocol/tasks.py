@@ -65,6 +65,9 @@ class TaskMetadata(StrEnum):
     """On what the backends module forwards to a backend: the requester's AID."""
     TRUSTED = "anet.trusted"
     """On what the backends module forwards to a backend: the requester is on the trust list."""
+    ORIGIN = "anet.origin"
+    """On a task a module's surface handed in (``TaskLayer.local``, provider side): what that
+    module said of its caller (``InboundTask.origin``), kept for a restart."""
     DIRECT_PEER = "anet.direct_peer"
     """On a task at a direct peer (the a2a module's local endpoint): the peer's name."""
     PEER_ERROR = "anet.peer_error"

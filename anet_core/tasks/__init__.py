@@ -11,7 +11,9 @@ from anet_core.records import Responder
 from anet_core.tasks.common import TaskError
 from anet_core.tasks.events import TaskSubscription
 from anet_core.tasks.layer import TaskLayer, open_task_layer
+from anet_core.tasks.local import LocalTasks
+from anet_core.tasks.origin import LocalOrigin
 from anet_core.tasks.policy import InboundPolicy
 
-__all__ = ["EffectStatus", "InboundPolicy", "Reason", "Responder", "TaskError", "TaskLayer",
-           "TaskMetadata", "TaskSubscription", "open_task_layer"]
+__all__ = ["EffectStatus", "InboundPolicy", "LocalOrigin", "LocalTasks", "Reason", "Responder",
+           "TaskError", "TaskLayer", "TaskMetadata", "TaskSubscription", "open_task_layer"]
