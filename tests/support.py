@@ -55,6 +55,29 @@ async def until(predicate: Any, what: str, timeout: float = STEP_TIMEOUT_S) -> A
         await asyncio.sleep(0.05)
 
 
+async def anet_async(root: Path, *args: str, check: bool = True,
+                     disabled: str = "") -> subprocess.CompletedProcess[str]:
+    """The real ``anet`` for the data directory ``root``, without blocking the event loop (for
+    tests whose servers run in it); bounded by STEP_TIMEOUT_S."""
+    env = {**os.environ, "ANET_DATA_DIR": str(root), "ANET_DISABLE_MODULES": disabled}
+    process = await asyncio.create_subprocess_exec(
+        *ANET, *args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT_S):
+            out, err = await process.communicate()
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"anet {' '.join(args)} did not finish in {STEP_TIMEOUT_S} s") \
+            from None
+    result = subprocess.CompletedProcess(list(args), process.returncode or 0, out.decode(),
+                                         err.decode())
+    if check and result.returncode != 0:
+        raise AssertionError(f"anet {' '.join(args)} -> {result.returncode}\n"
+                             f"{result.stdout}{result.stderr}")
+    return result
+
+
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL after 10 s: no test leaves a process behind."""
     if process.poll() is None:
