@@ -88,7 +88,8 @@ def deployment() -> Iterator[Deployment]:
                  "token": "${ZC_TOKEN}", "tags": ["triage"]},
                 {"name": "zcbad", "base_url": f"http://127.0.0.1:{zc_port}",
                  "token": "not-the-token"},
-                {"name": "sdk", "base_url": f"http://127.0.0.1:{sdk_port}", "token": sdk_token},
+                {"name": "sdk", "base_url": f"http://127.0.0.1:{sdk_port}", "token": sdk_token,
+                 "tags": ["triage"]},
             ],
             "allowed_private_hosts": ["127.0.0.1"],
             "request_timeout_secs": 20})
@@ -245,3 +246,29 @@ async def test_an_a2a_sdk_server_is_a_direct_peer(deployment: Deployment) -> Non
         await client.close()
     status = deployment.node.run("doctor", check=False).stdout
     assert "a2a-peer-sdk" in status and "a2a-peer-zc " in status
+
+
+def oncall(deployment: Deployment, incident: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "examples.oncall", "--json", incident],
+                          env={**os.environ, "ANET_DATA_DIR": str(deployment.node.root)},
+                          capture_output=True, text=True, timeout=CALL_TIMEOUT_S * 2, cwd=REPO,
+                          check=False)
+
+
+async def test_the_on_call_example_asks_every_triage_agent(deployment: Deployment) -> None:
+    await listed(deployment)
+    result = oncall(deployment, "Reply with PONG")
+    assert result.returncode == 0, result.stderr
+    answers = {answer["agent"]: answer for answer in json.loads(result.stdout)}
+    # Tagged by the peer (zc, sdk) or by a skill (agent_beta's triage skill, also at zcbad).
+    assert set(answers) == {"agent_alpha@zc", "agent_beta@zc", "agent_beta@zcbad",
+                            "tck-scenario-agent@sdk"}
+    assert answers["agent_alpha@zc"]["reply"] == "PONG"
+    assert answers["agent_alpha@zc"]["directPeer"] == "zc"
+    assert answers["tck-scenario-agent@sdk"]["state"] == "TASK_STATE_COMPLETED"
+    assert answers["agent_beta@zcbad"]["state"] == "TASK_STATE_FAILED"
+    assert "refused the token" in answers["agent_beta@zcbad"]["reply"]
+    posts = len([r for r in deployment.zeroclaw_requests() if r["method"] == "POST"])
+    again = oncall(deployment, "Reply with PONG")
+    assert json.loads(again.stdout) == json.loads(result.stdout)
+    assert len([r for r in deployment.zeroclaw_requests() if r["method"] == "POST"]) == posts
