@@ -25,15 +25,22 @@ from anet_a2a.publish.tokens import PublishToken, PublishTokens
 from anet_a2a.replies import error_reply, json_reply
 from anet_a2a.state import MODULE
 from anet_a2a.tasks_port import a2a_error
-from anet_core.api import LocalOrigin, LocalTasks, Node, TaskError, TaskSubscription
+from anet_core.api import (
+    LocalOrigin,
+    LocalTasks,
+    Node,
+    TaskError,
+    TaskMetadata,
+    TaskSubscription,
+)
 from anet_core.wire import A2AError, A2AErrorKind, AgentCard
 
 REALM = "anet-publish"
 CARD_ROUTE = "card"
 """Name prefix of the discovery routes, which need no token."""
 RATE_WINDOW_S = 60.0
-PUBLISH_ALIAS = "anet.publish_alias"
-PUBLISH_TOKEN = "anet.publish_token"
+PUBLISH_ALIAS = TaskMetadata.PUBLISH_ALIAS
+PUBLISH_TOKEN = TaskMetadata.PUBLISH_TOKEN
 
 
 @dataclass(frozen=True)
