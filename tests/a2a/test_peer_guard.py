@@ -244,6 +244,6 @@ async def test_tokens_and_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
         assert "from-env" not in caught.value.message
         await refused(client(record=records)[0], target.url())
     assert [(r["kind"], r["status"], r["outcome"]) for r in records] == [
-        ("anet.a2a.peer_call", 200, "ok"), ("anet.a2a.peer_call", 200, "ok"),
-        ("anet.a2a.peer_call", None, "peer-host-refused")]
+        ("a2a.peer_call", 200, "ok"), ("a2a.peer_call", 200, "ok"),
+        ("a2a.peer_call", None, "peer-host-refused")]
     assert all("from-env" not in str(record) for record in records)

@@ -34,7 +34,7 @@ from a2a.types import (
 )
 
 from anet_a2a.jws import SignatureState, verify_card
-from anet_core.evidence import chain_path
+from anet_core.settings import DataPaths
 from tests.backends.sdk_backend import Seen, sdk_backend
 from tests.support import STEP_TIMEOUT_S, anet_async, free_port, listening, until
 
@@ -56,7 +56,7 @@ def configure(root: Path, **modules: Any) -> None:
 
 
 def evidence(root: Path, kind: str) -> list[dict[str, Any]]:
-    chain = chain_path(root)
+    chain = DataPaths(root).evidence_chain
     lines = chain.read_text().splitlines() if chain.exists() else []
     return [record["data"] for record in map(json.loads, lines) if record["kind"] == kind]
 
@@ -347,7 +347,7 @@ async def test_two_nodes_with_no_hub_between_them(published: Published) -> None:
         assert task.artifacts[-1].parts[0].text == "echo: across"
         await client.close()
     assert published.seen.metadata[-1]["anet.publish_token"] == "alice"
-    calls = evidence(published.two, "anet.a2a.peer_call")
+    calls = evidence(published.two, "a2a.peer_call")
     assert {"catalog", "agent-card", "SendMessage"} <= {call["operation"] for call in calls}
     peers = (await anet(published.two, "agents", "peers")).stdout
     assert "triage@one" in peers and published.tokens["alice"] not in peers

@@ -36,7 +36,7 @@ from anet_a2a.peers.guard import (
 log = logging.getLogger(__name__)
 
 A2A_VERSION = "1.0"
-PEER_CALL = "anet.a2a.peer_call"
+PEER_CALL = "a2a.peer_call"
 """Evidence record of one request to a direct peer."""
 
 Record = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -232,4 +232,4 @@ class PeerClient:
         try:
             await self._record(PEER_CALL, data)
         except Exception:
-            log.exception("could not record a peer call in the evidence chain")
+            log.exception("event=a2a-peer-call-unrecorded")

@@ -61,12 +61,13 @@ class DirectPeers:
             state.agents, state.problems = found.agents, found.problems
         except PeerError as error:
             state.error = error.message
-            log.warning("direct peer %s: %s", name, error.message)
+            log.warning("event=a2a-peer-unread peer=%s reason=%s detail=%r", name, error.reason,
+                        error.message)
         except Exception as error:  # a peer's odd answer must not stop the reading of others
-            log.exception("direct peer %s could not be read", name)
+            log.exception("event=a2a-peer-unread peer=%s reason=crash", name)
             state.error = f"{type(error).__name__}: {error}"
         for problem in state.problems:
-            log.warning("direct peer %s: left out: %s", name, problem)
+            log.warning("event=a2a-peer-agent-left-out peer=%s detail=%r", name, problem)
         self.states[name] = state
         return state
 

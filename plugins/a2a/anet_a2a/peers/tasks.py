@@ -208,8 +208,8 @@ class DirectTasks:
                 await self.client.rpc(agent.rpc_url, "CancelTask", {"id": record.remote_task_id},
                                       peer=agent.peer, token=self._token(agent))
             except PeerError as error:
-                log.info("task %s: the peer %s did not cancel its task %s: %s", task_id,
-                         agent.peer, record.remote_task_id, error.message)
+                log.info("event=a2a-peer-cancel-failed task=%s peer=%s remote_task=%s detail=%r",
+                         task_id, agent.peer, record.remote_task_id, error.message)
         record = self._owned(agent, task_id)
         if not TaskState(record.state).is_terminal:
             self._finish(record, TaskState.TASK_STATE_CANCELED, reason="canceled_by_requester",
@@ -266,7 +266,7 @@ class DirectTasks:
         except PeerError as error:
             self._failed(task_id, agent, error)
         except Exception as error:
-            log.exception("task %s at peer %s", task_id, agent.peer)
+            log.exception("event=a2a-peer-call-crashed task=%s peer=%s", task_id, agent.peer)
             self._failed(task_id, agent, PeerError("peer-bad-answer",
                                                    f"{type(error).__name__}: {error}"))
 
@@ -344,8 +344,8 @@ class DirectTasks:
         record = self.store.get(task_id)
         if record is None or TaskState(record.state).is_terminal:
             return
-        log.info("task %s at peer %s failed: %s", task_id, agent.peer if agent else "?",
-                 error.message)
+        log.info("event=a2a-peer-task-failed task=%s peer=%s reason=%s detail=%r", task_id,
+                 agent.peer if agent else "?", error.reason, error.message)
         self._finish(record, TaskState.TASK_STATE_FAILED, reason=peer_reason(error),
                      effect="none" if error.reason in NOT_SENT else "possible",
                      text=error.message + (f" ({error.hint})" if error.hint else ""),

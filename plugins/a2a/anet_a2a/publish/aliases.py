@@ -109,7 +109,7 @@ class Aliases:
         try:
             offered = await asyncio.wait_for(source.read(), SKILLS_READ_TIMEOUT_S)
         except Exception as error:  # a module's source failed: its skills are unknown for now
-            log.debug("reading the skills of backend %s failed", alias.backend, exc_info=True)
+            log.debug("event=a2a-publish-skills-unread backend=%s", alias.backend, exc_info=True)
             problems.append(f"{key}: the skills of backend {alias.backend!r} cannot be read now "
                             f"({type(error).__name__}: {error})")
             return []

@@ -113,9 +113,9 @@ async def _report(surface: PublishedSurface) -> None:
         state = await surface.aliases.state()
         if state.problems != logged:
             for problem in state.problems:
-                log.warning("publishing: %s", problem)
-            log.info("publishing %d alias(es) at %s: %s", len(state.published), surface.base,
-                     ", ".join(sorted(state.published)) or "none")
+                log.warning("event=a2a-publish-problem detail=%r", problem)
+            log.info("event=a2a-publish-aliases count=%d base=%s aliases=%s",
+                     len(state.published), surface.base, ",".join(sorted(state.published)))
             logged = state.problems
         await asyncio.sleep(SKILLS_TTL_S)
 
@@ -133,7 +133,7 @@ async def published_surface(node: Node) -> AsyncIterator[None]:
     try:
         sock = _bind(config)
     except OSError as error:
-        log.error("publishing is down: %s:%d cannot be bound: %s", config.bind, config.port,
+        log.error("event=a2a-publish-down address=%s:%d detail=%r", config.bind, config.port,
                   error)
         node.add_listener(Listener(LISTENER, f"{config.bind}:{config.port}", state="down",
                                    detail=f"cannot bind: {error}"))
@@ -151,7 +151,7 @@ async def published_surface(node: Node) -> AsyncIterator[None]:
         await web.SockSite(runner, sock).start()
         node.add_listener(Listener(LISTENER, f"{host}:{port}", detail=surface.base))
         node[PUBLISHED] = surface
-        log.info("published surface listening on %s:%d, cards at %s%s", host, port,
+        log.info("event=a2a-publish-listening address=%s:%d catalog=%s%s", host, port,
                  surface.base, CATALOG_PATH)
         report = asyncio.ensure_future(_report(surface))
         yield
