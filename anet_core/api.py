@@ -66,7 +66,17 @@ from anet_core.records import (
     TaskClaim,
 )
 from anet_core.settings import DataPaths
-from anet_core.tasks import InboundPolicy, Reason, TaskError, TaskLayer, TaskSubscription
+from anet_core.store import decode_page_token, encode_page_token
+from anet_core.tasks import (
+    InboundPolicy,
+    LocalOrigin,
+    LocalTasks,
+    Reason,
+    TaskError,
+    TaskLayer,
+    TaskSubscription,
+)
+from anet_core.tasks.events import TaskEvents
 from anet_core.util.backoff import Backoff, TokenBucket
 from anet_core.util.canonical import b64u, canonical_json, decode_cursor, encode_cursor, unb64u
 from anet_core.util.durations import GoDuration, parse_duration
@@ -116,6 +126,8 @@ __all__ = [
     "KeyState",
     "Lifespan",
     "Listener",
+    "LocalOrigin",
+    "LocalTasks",
     "LoopbackGuard",
     "McpCall",
     "McpResult",
@@ -134,6 +146,7 @@ __all__ = [
     "SkillSource",
     "TaskClaim",
     "TaskError",
+    "TaskEvents",
     "TaskLayer",
     "TaskMetadata",
     "TaskSubscription",
@@ -148,8 +161,10 @@ __all__ = [
     "command_of",
     "configure_logging",
     "decode_cursor",
+    "decode_page_token",
     "directory_listing",
     "encode_cursor",
+    "encode_page_token",
     "holders",
     "hookimpl",
     "is_aid",

@@ -130,6 +130,11 @@ class InboundTask:
     metadata: dict[str, Any] | None = None
     """The request-level metadata the requester's client sent with ``message`` (SendMessage
     ``metadata``), unchanged; None when it sent none."""
+    origin: dict[str, Any] | None = None
+    """For a task a module's surface handed in (``TaskLayer.local``; ``peer_aid`` is then
+    ``local:<module>:<principal>``, not an AID): the ``anet.*`` keys that module set about the
+    caller, e.g. ``anet.publish_alias`` and ``anet.publish_token`` for the a2a module's published
+    aliases. Pass them on to a backend as ``anet.peer_aid`` is; None for a network task."""
 
 
 MessageLike = str | dict[str, Any]
@@ -228,6 +233,9 @@ class SkillSource:
 
     module: str
     read: Callable[[], Awaitable[list[dict[str, Any]]]]
+    backend: str | None = None
+    """The ``match`` of the configured backend these skills come from, when they come from one
+    (the a2a module publishes an alias with the skills its backend really offers)."""
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,19 @@ class TaskMetadata(StrEnum):
     """On what the backends module forwards to a backend: the requester's AID."""
     TRUSTED = "anet.trusted"
     """On what the backends module forwards to a backend: the requester is on the trust list."""
+    ORIGIN = "anet.origin"
+    """On a task a module's surface handed in (``TaskLayer.local``, provider side): what that
+    module said of its caller (``InboundTask.origin``), kept for a restart."""
+    PUBLISH_ALIAS = "anet.publish_alias"
+    """On what a backend gets for a task of the a2a module's published surface: the alias."""
+    PUBLISH_TOKEN = "anet.publish_token"
+    """On what a backend gets for a task of the published surface: the name of the caller's
+    token (``anet publish token add <name>``)."""
+    DIRECT_PEER = "anet.direct_peer"
+    """On a task at a direct peer (the a2a module's local endpoint): the peer's name."""
+    PEER_ERROR = "anet.peer_error"
+    """On a task a direct peer's answer ended (the a2a module): the ``error`` and, for a
+    JSON-RPC error, its ``code`` and A2A reason (``a2aReason``)."""
 
 
 class EffectStatus(StrEnum):

@@ -12,7 +12,9 @@ from anet_core.tasks.common import TaskError
 from anet_core.tasks.events import TaskSubscription
 from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.layer import TaskLayer
+from anet_core.tasks.local import LocalTasks
+from anet_core.tasks.origin import LocalOrigin
 from anet_core.tasks.policy import InboundPolicy
 
-__all__ = ["EffectStatus", "InboundPolicy", "Reason", "Responder", "TaskError", "TaskHooks",
-           "TaskLayer", "TaskMetadata", "TaskSubscription"]
+__all__ = ["EffectStatus", "InboundPolicy", "LocalOrigin", "LocalTasks", "Reason", "Responder",
+           "TaskError", "TaskHooks", "TaskLayer", "TaskMetadata", "TaskSubscription"]

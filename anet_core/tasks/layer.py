@@ -18,6 +18,8 @@ from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.inbound import InboundEnvelopes
+from anet_core.tasks.local import LocalTasks
+from anet_core.tasks.origin import LocalOrigin
 from anet_core.tasks.outbox import Outbox
 from anet_core.tasks.policy import InboundPolicy, policy_in, policy_refused, vetoes
 from anet_core.tasks.provider import Provider
@@ -119,6 +121,13 @@ class TaskLayer:
     async def reject(self, task_id: str, reason: str | None = None) -> dict[str, Any]:
         """Refuse an inbox task; ``reason`` is shown to the requester."""
         return await self.provider.reject(task_id, reason)
+
+    # --- tasks a module's own surface hands in (provider side, see tasks/local.py) ----------
+
+    def local(self, origin: LocalOrigin) -> LocalTasks:
+        """The tasks of one local caller, e.g. a token holder of the a2a module's published
+        surface: sent into the provider pipeline like network tasks, answered by events."""
+        return LocalTasks(origin, self.provider, self._store, self.events, self._services.run)
 
     # --- inbound policy and trust list -------------------------------------------------------
 

@@ -53,13 +53,16 @@ from anet_core.tasks.common import (
     TaskError,
     add_to_history,
     apply_artifact,
+    artifact_event,
     new_id,
     set_meta,
     set_status,
     state_of,
+    status_event,
     text_message,
 )
 from anet_core.tasks.hooks import TaskHooks
+from anet_core.tasks.origin import ORIGIN, is_local_peer
 from anet_core.tasks.policy import InboundPolicy, policy_in
 from anet_core.tasks.receipts import issue_receipt
 from anet_core.tasks.responder import TaskResponder
@@ -89,14 +92,17 @@ class Provider:
 
     # --- inbound messages (called inside the receiving transaction) ---------------------------
 
-    def on_message(self, sender: str, body: TaskMessage) -> Effects:
+    def on_message(self, sender: str, body: TaskMessage, *, offer: bool = True,
+                   origin: dict[str, Any] | None = None) -> Effects:
+        """A requester's message. ``offer`` False leaves a new task in the inbox without asking
+        the modules; ``origin`` is what a local surface says of its caller (see tasks/local.py)."""
         effects = Effects()
         if self._store.message_task(TaskRole.PROVIDER, sender, body.context_id, body.message_id):
             log.info("event=message-repeated messageId=%s from=%s", body.message_id, sender)
             return effects
         stored = self._store.get_task(body.task_id)
         if stored is None:
-            return self._new_task(sender, body)
+            return self._new_task(sender, body, offer=offer, origin=origin)
         if stored.role is not TaskRole.PROVIDER or stored.peer_aid != sender \
                 or stored.context_id != body.context_id:
             log.warning("event=message-refused reason=other-task from=%s task=%s", sender,
@@ -119,15 +125,18 @@ class Provider:
                    reason=Reason.CANCELED_BY_REQUESTER, final_artifacts=[])
         return effects
 
-    def _new_task(self, sender: str, body: TaskMessage) -> Effects:
+    def _new_task(self, sender: str, body: TaskMessage, *, offer: bool,
+                  origin: dict[str, Any] | None) -> Effects:
         effects = Effects()
-        trusted = self._store.is_trusted(sender)
+        trusted = is_local_peer(sender) or self._store.is_trusted(sender)
         policy = policy_in(self._store)
         now = time.time()
         task: dict[str, Any] = {"id": body.task_id, "contextId": body.context_id,
                                 "history": [body.message]}
         set_status(task, TaskState.TASK_STATE_SUBMITTED)
         set_meta(task, state_seq=0)
+        if origin:
+            task["metadata"][ORIGIN] = dict(origin)
         stored = StoredTask(id=body.task_id, role=TaskRole.PROVIDER, peer_aid=sender,
                             context_id=body.context_id, state=TaskState.TASK_STATE_SUBMITTED.value,
                             state_seq=0, skill=body.skill, task=task, receipt=None,
@@ -137,8 +146,8 @@ class Provider:
                                 body.task_id)
         inbound = InboundTask(task_id=body.task_id, context_id=body.context_id, peer_aid=sender,
                               trusted=trusted, skill=body.skill, message=body.message,
-                              metadata=body.metadata)
-        claim = None if policy is InboundPolicy.CLOSED else self._claim(inbound)
+                              metadata=body.metadata, origin=origin)
+        claim = None if policy is InboundPolicy.CLOSED or not offer else self._claim(inbound)
         refusal = self._refusal(policy, trusted, claimed=claim is not None)
         if refusal is not None:
             log.info("event=task-rejected task=%s from=%s reason=%s", body.task_id, sender,
@@ -194,8 +203,10 @@ class Provider:
     def _resume(self, stored: StoredTask, body: TaskMessage, effects: Effects) -> None:
         inbound = InboundTask(task_id=stored.id, context_id=stored.context_id,
                               peer_aid=stored.peer_aid,
-                              trusted=self._store.is_trusted(stored.peer_aid), skill=stored.skill,
-                              message=body.message, metadata=body.metadata, continued=True)
+                              trusted=is_local_peer(stored.peer_aid)
+                              or self._store.is_trusted(stored.peer_aid), skill=stored.skill,
+                              message=body.message, metadata=body.metadata, continued=True,
+                              origin=stored.task.get("metadata", {}).get(ORIGIN))
         claim = self._claim(inbound)
         if claim is None:
             log.info("event=answer-to-inbox task=%s servedBy=%s reason=no-module", stored.id,
@@ -373,6 +384,8 @@ class Provider:
             return 0
         open_tasks: defaultdict[str, list[AliveTask]] = defaultdict(list)
         for stored in self._store.tasks_in_states(TaskRole.PROVIDER, ACTIVE_TASK_STATES):
+            if is_local_peer(stored.peer_aid):
+                continue  # a local caller follows its task by subscription
             open_tasks[stored.peer_aid].append(AliveTask(task_id=stored.id,
                                                          context_id=stored.context_id))
         sent = 0
@@ -437,6 +450,14 @@ class Provider:
             effects.record("task.answered", taskId=stored.id, peer=stored.peer_aid,
                            state=state.value, resultHash=stored.receipt["resultHash"])
         self._store.save_task(stored)
+        if is_local_peer(stored.peer_aid):
+            # No envelope for a local caller: its subscribers get the change as stream events.
+            events = [artifact_event(task, artifact, append=False, last_chunk=True)
+                      for artifact in update.get("artifacts", [])] if state.is_terminal else [
+                artifact_event(task, chunk.artifact, append=chunk.append,
+                               last_chunk=chunk.last_chunk) for chunk in chunks or ()]
+            effects.publish(task, [*events, status_event(task)])
+            return
         self._store.enqueue(stored.peer_aid, wire_body(TaskUpdate(**update)), task_id=stored.id)
         effects.send = True
 

@@ -121,21 +121,9 @@ class Requester:
              include_artifacts: bool = False) -> dict[str, Any]:
         """A2A ListTasksResponse of the tasks sent to ``aid`` (all agents when None), newest
         first."""
-        if not 1 <= page_size <= LIST_TASKS_MAX_PAGE_SIZE:
-            raise TaskError("invalid-params", f"page size {page_size} is outside "
-                                              f"1..{LIST_TASKS_MAX_PAGE_SIZE}")
-        if history_length is not None and history_length < 0:
-            raise TaskError("invalid-params", f"history length {history_length} is negative")
-        try:
-            page = self._store.list_tasks(
-                TaskRole.REQUESTER, peer_aid=aid, context_id=context_id,
-                state=TaskState(state).value if state else None,
-                updated_since=_epoch(since), page_size=page_size, page_token=page_token)
-        except ValueError as error:
-            raise TaskError("invalid-params", str(error)) from None
-        tasks = [_trimmed(stored.task, history_length, include_artifacts) for stored in page.tasks]
-        return {"tasks": tasks, "nextPageToken": page.next_page_token, "pageSize": page_size,
-                "totalSize": page.total_size}
+        return task_page(self._store, TaskRole.REQUESTER, aid, context_id=context_id,
+                         state=state, since=since, page_size=page_size, page_token=page_token,
+                         history_length=history_length, include_artifacts=include_artifacts)
 
     async def cancel(self, aid: str | None, task_id: str) -> dict[str, Any]:
         """Cancel the task here at once and ask the provider to stop; return the task."""
@@ -457,6 +445,29 @@ class Requester:
             raise TaskError("hub-unavailable", f"the hub could not describe {aid}: "
                                                f"{error.message}",
                             hint="try again; `anet status` shows the hub connection") from None
+
+
+def task_page(store: Store, role: TaskRole, peer_aid: str | None, *, context_id: str | None,
+              state: TaskState | str | None, since: datetime | str | float | None,
+              page_size: int, page_token: str, history_length: int | None,
+              include_artifacts: bool) -> dict[str, Any]:
+    """A2A ListTasksResponse of the tasks of one side with ``peer_aid`` (all peers when None),
+    newest first."""
+    if not 1 <= page_size <= LIST_TASKS_MAX_PAGE_SIZE:
+        raise TaskError("invalid-params", f"page size {page_size} is outside "
+                                          f"1..{LIST_TASKS_MAX_PAGE_SIZE}")
+    if history_length is not None and history_length < 0:
+        raise TaskError("invalid-params", f"history length {history_length} is negative")
+    try:
+        page = store.list_tasks(
+            role, peer_aid=peer_aid, context_id=context_id,
+            state=TaskState(state).value if state else None,
+            updated_since=_epoch(since), page_size=page_size, page_token=page_token)
+    except ValueError as error:
+        raise TaskError("invalid-params", str(error)) from None
+    tasks = [_trimmed(stored.task, history_length, include_artifacts) for stored in page.tasks]
+    return {"tasks": tasks, "nextPageToken": page.next_page_token, "pageSize": page_size,
+            "totalSize": page.total_size}
 
 
 def _parse_message(message: dict[str, Any]) -> Message:

@@ -9,9 +9,7 @@ run in file order and each leaves B as the next expects it. Every wait has a dea
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import shutil
 import subprocess
 import uuid
@@ -28,9 +26,9 @@ from anet_core.link import JoinState, SearchQuery
 from anet_core.node import Node
 from anet_core.settings import DataPaths
 from tests.support.nodes import running_node
-from tests.support.processes import ANET, HubProcess, free_port
+from tests.support.processes import HubProcess, anet_async, free_port
 from tests.support.sdk_backend import TOKEN, Seen, sdk_backend
-from tests.support.waiting import STEP_TIMEOUT_S, eventually
+from tests.support.waiting import eventually
 
 pytest.importorskip("anet_backends")
 
@@ -42,32 +40,10 @@ COMPLETED = "TASK_STATE_COMPLETED"
 # --- processes ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-async def anet(root: Path, *args: str, check: bool = True) -> Result:
-    """The real ``anet`` command for the data directory ``root``, without blocking the loop
-    (the backends and nodes A and Carol run in it)."""
-    env = {**os.environ, "ANET_DATA_DIR": str(root), "ANET_DISABLE_MODULES": "a2a"}
-    process = await asyncio.create_subprocess_exec(
-        *ANET, *args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        async with asyncio.timeout(STEP_TIMEOUT_S):
-            out, err = await process.communicate()
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise AssertionError(f"anet {' '.join(args)} did not finish in {STEP_TIMEOUT_S} s") \
-            from None
-    result = Result(process.returncode or 0, out.decode(), err.decode())
-    if check and result.returncode != 0:
-        raise AssertionError(f"anet {' '.join(args)} -> {result.returncode}\n"
-                             f"{result.stdout}{result.stderr}")
-    return result
+async def anet(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """The real ``anet`` for the data directory ``root`` (the backends and nodes A and Carol
+    run in this loop)."""
+    return await anet_async(root, *args, check=check, disabled="a2a")
 
 
 # --- the network -------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ CLI, and stopping every process a test started."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -31,6 +32,29 @@ def free_port() -> int:
 def listening(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def anet_async(root: Path, *args: str, check: bool = True,
+                     disabled: str = "") -> subprocess.CompletedProcess[str]:
+    """The real ``anet`` for the data directory ``root``, without blocking the event loop (for
+    tests whose servers run in it); bounded by STEP_TIMEOUT_S."""
+    env = {**os.environ, "ANET_DATA_DIR": str(root), "ANET_DISABLE_MODULES": disabled}
+    process = await asyncio.create_subprocess_exec(
+        *ANET, *args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT_S):
+            out, err = await process.communicate()
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"anet {' '.join(args)} did not finish in {STEP_TIMEOUT_S} s") \
+            from None
+    result = subprocess.CompletedProcess(list(args), process.returncode or 0, out.decode(),
+                                         err.decode())
+    if check and result.returncode != 0:
+        raise AssertionError(f"anet {' '.join(args)} -> {result.returncode}\n"
+                             f"{result.stdout}{result.stderr}")
+    return result
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:

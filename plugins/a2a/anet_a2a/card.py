@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anet_a2a.jws import sign_card
+from anet_a2a.peers.discovery import DirectAgent
 from anet_core.api import CardExtension, Identity, PeerInfo, Verification, b64u
 from anet_core.wire import (
     A2A_PROTOCOL_VERSION,
@@ -28,6 +29,7 @@ from anet_core.wire import (
 )
 
 ORIGIN_EXTENSION = "urn:anet:a2a:anet-origin/v1"
+DIRECT_PEER_EXTENSION = "urn:anet:a2a:direct-peer/v1"
 PREVIEW_EXTENSION = "urn:anet:a2a:preview/v1"
 """A client that requests this in A2A-Extensions also receives preview artifacts in streams."""
 SECURITY_SCHEME = "anetLocal"
@@ -63,9 +65,9 @@ class AgentUrls:
 
 
 def _skills(card: dict[str, Any]) -> list[AgentSkill]:
-    skills = [AgentSkill(id=skill["id"], name=skill.get("name") or skill["id"],
-                         description=skill.get("description", ""),
-                         tags=list(skill.get("tags", [])))
+    skills = [AgentSkill(id=str(skill["id"]), name=str(skill.get("name") or skill["id"]),
+                         description=str(skill.get("description", "")),
+                         tags=[str(tag) for tag in skill.get("tags") or []])
               for skill in card.get("skills", []) if isinstance(skill, dict) and skill.get("id")]
     return skills or [_ANY_TASK]
 
@@ -96,6 +98,33 @@ def proxy_card(peer: PeerInfo, urls: AgentUrls,
                                description="Streams also carry preview artifacts: snapshots "
                                            "of a reply that is still being written")]
     declared += [extension.as_agent_extension() for extension in extensions]
+    return _local_card(name, description, urls, declared, _skills(card))
+
+
+def direct_proxy_card(agent: DirectAgent, urls: AgentUrls) -> AgentCard:
+    """The unsigned proxy card of an agent of a direct peer: what the peer's card says, and in
+    the ``direct-peer/v1`` extension where it is and what this node checked (TLS, a card
+    signature)."""
+    card = agent.card
+    params: dict[str, Any] = {"peer": agent.peer, "agent": agent.agent,
+                              "baseUrl": agent.base_url, "url": agent.rpc_url,
+                              "source": agent.source, "tls": agent.tls,
+                              "signature": agent.signature.state.value}
+    if agent.signature.kid:
+        params["signatureKid"] = agent.signature.kid
+    extension = AgentExtension(
+        uri=DIRECT_PEER_EXTENSION, params=params,
+        description="This agent is reached directly, without a hub: at url, over TLS or not "
+                    "(tls); signature says whether its card carried a signature that verifies "
+                    "(by the key named in it)")
+    name = str(card.get("name") or agent.id)
+    description = str(card.get("description") or
+                      f"The agent {agent.agent} of the direct peer {agent.peer}")
+    return _local_card(name, description, urls, [extension], _skills(card))
+
+
+def _local_card(name: str, description: str, urls: AgentUrls,
+                extensions: list[AgentExtension], skills: list[AgentSkill]) -> AgentCard:
     return AgentCard(
         name=name,
         description=description,
@@ -107,13 +136,13 @@ def proxy_card(peer: PeerInfo, urls: AgentUrls,
         ],
         version=CARD_VERSION,
         capabilities=AgentCapabilities(streaming=True, push_notifications=False,
-                                       extended_agent_card=True, extensions=declared),
+                                       extended_agent_card=True, extensions=extensions),
         security_schemes={SECURITY_SCHEME: SecurityScheme.bearer(
             description="The token in a2a_token.txt of the local anet node")},
         security_requirements=[SecurityRequirement(schemes={SECURITY_SCHEME: StringList()})],
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
-        skills=_skills(card),
+        skills=skills,
     )
 
 

@@ -1,4 +1,5 @@
-"""The request checks of every route, in the order docs/a2a.md ("Errors") gives.
+"""The request checks of every route, in the order docs/a2a.md ("Errors") gives (local
+endpoint).
 
 1. Host names 127.0.0.1, localhost or [::1] with this listener's port   else 421
 2. no Origin header                                                     else 403
@@ -7,7 +8,9 @@
 5. the body is at most 96 MiB                                           else 413
 6. A2A-Version (header, then query parameter): absent or major 1  else VersionNotSupportedError
 
-A request that fails two checks gets the first one's answer. The body is read here, with a size
+The published surface replaces 1-3 with its own gate (a token for task routes, the alias
+published, the rate limit; docs/publishing.md) and keeps 4-6 with a smaller body limit. A
+request that fails two checks gets the first one's answer. The body is read here, with a size
 cap and a deadline (a client that trickles its body is answered 408), and kept for the handler.
 """
 
@@ -38,6 +41,15 @@ JSONRPC_ROUTE = "jsonrpc"
 """Name prefix of the JSON-RPC routes: their check failures are JSON-RPC errors at HTTP 200."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Gate = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
+"""The first checks of a listener: None lets the request on, a response refuses it."""
+
+
+def loopback_gate(guard: LoopbackGuard) -> Gate:
+    async def gate(request: web.Request) -> web.StreamResponse | None:
+        return guard.refusal(request)
+
+    return gate
 
 
 def binding_of(request: web.Request) -> Binding:
@@ -75,9 +87,10 @@ def content_type_error(request: web.Request) -> A2AError | None:
                     "application/json or application/a2a+json")
 
 
-def _too_large(binding: Binding) -> web.Response:
+def _too_large(binding: Binding, limit: int) -> web.Response:
+    shown = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
     reply = error_reply(binding, A2AError(
-        A2AErrorKind.INVALID_REQUEST, f"The request body is larger than {BODY_LIMIT >> 20} MiB"),
+        A2AErrorKind.INVALID_REQUEST, f"The request body is larger than {shown}"),
         status=413)
     reply.force_close()  # the rest of the body is never read
     return reply
@@ -85,26 +98,27 @@ def _too_large(binding: Binding) -> web.Response:
 
 @dataclass(frozen=True)
 class RequestChecks:
-    guard: LoopbackGuard
+    gate: Gate
     body_timeout: float
+    body_limit: int = BODY_LIMIT
 
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
         @web.middleware
         async def checks(request: web.Request, handler: Handler) -> web.StreamResponse:
-            refusal = self.guard.refusal(request)
+            refusal = await self.gate(request)
             if refusal is not None:
                 return refusal
             binding = binding_of(request)
             error = content_type_error(request)
             if error is not None:
                 return error_reply(binding, error)
-            if (request.content_length or 0) > BODY_LIMIT:
-                return _too_large(binding)
+            if (request.content_length or 0) > self.body_limit:
+                return _too_large(binding, self.body_limit)
             try:
                 async with asyncio.timeout(self.body_timeout):
                     body = await request.read()
             except web.HTTPRequestEntityTooLarge:
-                return _too_large(binding)
+                return _too_large(binding, self.body_limit)
             except TimeoutError:
                 reply = error_reply(binding, A2AError(
                     A2AErrorKind.INVALID_REQUEST,

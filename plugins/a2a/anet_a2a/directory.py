@@ -1,4 +1,5 @@
-"""``GET /a2a/v1/agents`` (the remote agents the node knows) and the proxy card routes."""
+"""``GET /a2a/v1/agents`` (the network's agents the node knows and the agents of direct peers)
+and the proxy card routes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 
 from aiohttp import web
 
-from anet_a2a.endpoint import CARD_MAX_AGE_S, ENDPOINT
+from anet_a2a.endpoint import CARD_MAX_AGE_S, ENDPOINT, Endpoint
+from anet_a2a.peers.discovery import DirectAgent
+from anet_a2a.peers.service import DIRECT_PEERS
 from anet_a2a.replies import json_reply, rest_error
 from anet_core.api import HubError, SearchQuery, directory_listing
 from anet_core.wire import A2AError, A2AErrorKind
@@ -25,6 +28,28 @@ def _limit(text: str | None) -> int:
     return int(text)
 
 
+def direct_entry(endpoint: Endpoint, agent: DirectAgent) -> dict[str, Any]:
+    """An agent of a direct peer: ``aid`` is its id here, ``<agent>@<peer>``."""
+    urls = endpoint.urls(agent.id)
+    return {"aid": agent.id, "url": urls.base, "cardUrl": urls.card,
+            "name": str(agent.card.get("name") or agent.agent),
+            "anet.directPeer": {"peer": agent.peer, "baseUrl": agent.base_url, "tls": agent.tls,
+                                "signature": agent.signature.state.value}}
+
+
+def _matches(agent: DirectAgent, search: SearchQuery, peer_tags: list[str]) -> bool:
+    """The search's filters on an agent of a direct peer: ``tag`` matches a tag of one of its
+    skills or of the peer (``modules.a2a.peers[].tags``)."""
+    skills = [skill for skill in agent.card.get("skills") or [] if isinstance(skill, dict)]
+    if search.skill and all(skill.get("id") != search.skill for skill in skills):
+        return False
+    if search.tag and search.tag not in peer_tags and all(
+            search.tag not in (skill.get("tags") or []) for skill in skills):
+        return False
+    text = f"{agent.id} {agent.card.get('name', '')} {agent.card.get('description', '')}"
+    return not search.q or search.q.lower() in text.lower()
+
+
 async def list_agents(request: web.Request) -> web.StreamResponse:
     endpoint = request.config_dict[ENDPOINT]
     query = request.query
@@ -34,17 +59,24 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
                              limit=_limit(query.get("limit")))
     except A2AError as error:
         return rest_error(error)
+    peers = endpoint.node.get(DIRECT_PEERS)
+    # Direct peers come first, on the first page only: they are few and need no hub.
+    direct = [] if peers is None or search.cursor else [
+        direct_entry(endpoint, agent) for agent in peers.agents.values()
+        if _matches(agent, search, peers.peers[agent.peer].tags)]
     try:
         page = await endpoint.node.hub.search(search)
     except HubError as error:
-        return rest_error(A2AError(A2AErrorKind.INTERNAL_ERROR,
-                                   f"The directory cannot be searched now: {error.message}"),
-                          status=503)
+        if peers is None:
+            return rest_error(A2AError(A2AErrorKind.INTERNAL_ERROR,
+                                       f"The directory cannot be searched now: {error.message}"),
+                              status=503)
+        return json_reply({"agents": direct, "hubError": error.message})
     # The anet listing, with the URLs an A2A client resolves the agent's card from.
     agents = [{"aid": item["aid"], "url": endpoint.urls(item["aid"]).base,
                "cardUrl": endpoint.urls(item["aid"]).card} | item
               for item in directory_listing(page.peers, own_aid=endpoint.node.aid)]
-    body: dict[str, Any] = {"agents": agents}
+    body: dict[str, Any] = {"agents": direct + agents}
     if page.next_cursor:
         body["nextCursor"] = page.next_cursor
     return json_reply(body)
@@ -54,7 +86,7 @@ async def agent_card(request: web.Request) -> web.StreamResponse:
     """The signed proxy card, with validators so clients may cache it."""
     endpoint = request.config_dict[ENDPOINT]
     try:
-        card, version = await endpoint.card(endpoint.agent(request))
+        card, version = await endpoint.card(await endpoint.target(request))
     except A2AError as error:
         return rest_error(error)
     headers = {"Cache-Control": f"private, max-age={CARD_MAX_AGE_S}", "ETag": version.etag,

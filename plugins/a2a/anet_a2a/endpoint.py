@@ -8,16 +8,26 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from anet_a2a.card import AgentUrls, proxy_card, signed
+from anet_a2a.card import AgentUrls, direct_proxy_card, proxy_card, signed
 from anet_a2a.jws import canonical_card
 from anet_a2a.operations import AgentOperations
+from anet_a2a.peers.discovery import DirectAgent, is_direct_id
+from anet_a2a.peers.service import DIRECT_PEERS
 from anet_a2a.replies import no_such_agent
-from anet_a2a.tasks_port import AgentTasks
+from anet_a2a.tasks_port import AgentTasks, TasksPort
 from anet_core.api import HubError, KeyState, Node, PeerInfo, TokenFile, Verification, is_aid
 from anet_core.wire import AgentCard
 
 EXTENSIONS_HEADER = "A2A-Extensions"
 CARD_MAX_AGE_S = 60
+
+Target = str | DirectAgent
+"""The agent of a request: a network agent's AID, or an agent of a direct peer."""
+
+
+def requested_extensions(request: web.Request) -> frozenset[str]:
+    return frozenset(uri.strip() for line in request.headers.getall(EXTENSIONS_HEADER, [])
+                     for uri in line.split(",") if uri.strip())
 
 
 @dataclass(frozen=True)
@@ -28,28 +38,48 @@ class CardVersion:
 
 @dataclass
 class Endpoint:
-    """One per listener. ``card_versions`` remembers when each agent's card last changed, so
-    Last-Modified moves only when the ETag does."""
+    """One per listener (the local endpoint's :class:`~anet_a2a.surface.Surface`).
+    ``card_versions`` remembers when each agent's card last changed, so Last-Modified moves
+    only when the ETag does."""
 
     node: Node
     port: int
     token: TokenFile
     card_versions: dict[str, CardVersion] = field(default_factory=dict)
+    rejected_status: int = 200
+    push_refusal: str = ("Push notifications are not supported: the local endpoint cannot "
+                         "reach a client that is not connected")
 
-    def urls(self, aid: str) -> AgentUrls:
-        return AgentUrls.of(self.port, aid)
+    def urls(self, agent_id: str) -> AgentUrls:
+        return AgentUrls.of(self.port, agent_id)
 
-    def agent(self, request: web.Request) -> str:
-        """The AID of the path; an invalid AID, or this node's own, is no agent here."""
-        aid = request.match_info["aid"]
-        if not is_aid(aid) or aid == self.node.aid:
-            raise no_such_agent(aid)
-        return aid
+    async def target(self, request: web.Request) -> Target:
+        """The agent of the path: an AID (not this node's own), or ``<agent>@<peer>`` of a
+        direct peer; anything else is no agent here."""
+        agent_id = request.match_info["aid"]
+        if is_direct_id(agent_id):
+            peers = self.node.get(DIRECT_PEERS)
+            direct = None if peers is None else await peers.agent(agent_id)
+            if direct is None:
+                raise no_such_agent(agent_id)
+            return direct
+        if not is_aid(agent_id) or agent_id == self.node.aid:
+            raise no_such_agent(agent_id)
+        return agent_id
 
-    def operations(self, request: web.Request, aid: str) -> AgentOperations:
-        requested = frozenset(uri.strip() for line in request.headers.getall(EXTENSIONS_HEADER, [])
-                              for uri in line.split(",") if uri.strip())
-        return AgentOperations(tasks=AgentTasks(aid, self.node.tasks), extensions=requested)
+    def port_of(self, target: Target) -> TasksPort:
+        if isinstance(target, DirectAgent):
+            peers = self.node[DIRECT_PEERS]
+            return peers.port(target)
+        return AgentTasks(target, self.node.tasks)
+
+    async def operations(self, request: web.Request) -> AgentOperations:
+        return AgentOperations(tasks=self.port_of(await self.target(request)),
+                               extensions=requested_extensions(request))
+
+    async def extended_card(self, request: web.Request) -> AgentCard:
+        card, _ = await self.card(await self.target(request))
+        return card
 
     async def peer(self, aid: str) -> PeerInfo:
         try:
@@ -62,11 +92,17 @@ class Endpoint:
             return PeerInfo(aid=aid, verification=Verification.UNVERIFIED,
                             key_state=KeyState.STALE)
 
-    async def card(self, aid: str) -> tuple[AgentCard, CardVersion]:
-        """The signed proxy card of ``aid`` and its cache validators."""
-        peer = await self.peer(aid)
-        extensions = self.node.plugins.collect("anet_card_extensions", node=self.node, peer=peer)
-        card = proxy_card(peer, self.urls(aid), extensions)
+    async def card(self, target: Target) -> tuple[AgentCard, CardVersion]:
+        """The signed proxy card of ``target`` and its cache validators."""
+        if isinstance(target, DirectAgent):
+            aid = target.id
+            card = direct_proxy_card(target, self.urls(aid))
+        else:
+            aid = target
+            peer = await self.peer(aid)
+            extensions = self.node.plugins.collect("anet_card_extensions", node=self.node,
+                                                   peer=peer)
+            card = proxy_card(peer, self.urls(aid), extensions)
         etag = 'W/"' + hashlib.sha256(canonical_card(card.wire())).hexdigest()[:32] + '"'
         version = self.card_versions.get(aid)
         if version is None or version.etag != etag:

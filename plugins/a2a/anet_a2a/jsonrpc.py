@@ -1,7 +1,9 @@
-"""The JSON-RPC binding: ``POST /a2a/v1/agents/{aid}/jsonrpc`` (and with a trailing slash).
+"""The JSON-RPC binding: ``POST /a2a/v1/agents/{aid}/jsonrpc`` on the local endpoint,
+``POST /a2a/{alias}`` on the published surface (both also with a trailing slash).
 
-Every answer is HTTP 200, errors included; a streaming method answers SSE whose events each
-carry a whole JSON-RPC response, or a plain JSON-RPC error when it fails before the first event.
+Every answer is HTTP 200, errors included (except a body that is not a JSON-RPC request, where
+the surface says so); a streaming method answers SSE whose events each carry a whole JSON-RPC
+response, or a plain JSON-RPC error when it fails before the first event.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from typing import Any
 from aiohttp import web
 
 from anet_a2a.checks import BODY
-from anet_a2a.endpoint import ENDPOINT
 from anet_a2a.operations import AgentOperations, EventStream
 from anet_a2a.replies import json_reply, jsonrpc_error
 from anet_a2a.sse import stream
+from anet_a2a.surface import SURFACE
 from anet_core.wire import (
     A2AError,
     A2AErrorKind,
@@ -31,20 +33,18 @@ M = A2AMethod
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
+    surface = request.config_dict[SURFACE]
     call = parse_request(request[BODY])
     if isinstance(call, JsonRpcRejection):
-        return json_reply(call.response())
-    endpoint = request.config_dict[ENDPOINT]
+        rejected = call.error.kind in {A2AErrorKind.PARSE_ERROR, A2AErrorKind.INVALID_REQUEST}
+        return json_reply(call.response(), status=surface.rejected_status if rejected else 200)
     try:
-        aid = endpoint.agent(request)
+        operations = await surface.operations(request)
         if call.method in _PUSH:
-            raise A2AError(A2AErrorKind.PUSH_NOTIFICATION_NOT_SUPPORTED,
-                           "Push notifications are not supported: the local endpoint cannot "
-                           "reach a client that is not connected")
+            raise A2AError(A2AErrorKind.PUSH_NOTIFICATION_NOT_SUPPORTED, surface.push_refusal)
         params = parse_params(call.method, call.params)
-        operations = endpoint.operations(request, aid)
         if call.method is M.GET_EXTENDED_AGENT_CARD:
-            card, _ = await endpoint.card(aid)
+            card = await surface.extended_card(request)
             return json_reply(jsonrpc_result_response(call.id, card))
         if call.method in (M.SEND_STREAMING_MESSAGE, M.SUBSCRIBE_TO_TASK):
             events = await _open_stream(operations, call, params)

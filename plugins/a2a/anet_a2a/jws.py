@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-from anet_core.api import Identity, b64u
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from anet_core.api import Identity, b64u, unb64u
 from anet_core.wire import AgentCardSignature
 
 MAX_DEPTH = 128
@@ -97,3 +102,54 @@ def sign_card(card: dict[str, Any], identity: Identity) -> AgentCardSignature:
     signing_input = f"{protected}.{b64u(canonical_card(card))}".encode()
     return AgentCardSignature(protected=protected,
                               signature=b64u(identity.signer().sign_jws(signing_input)))
+
+
+class SignatureState(StrEnum):
+    """What the signatures of a card show (``verify_card``)."""
+
+    VALID = "valid"
+    """An EdDSA signature by the key in its own protected header covers the card: the card is
+    intact as its signer wrote it (who the signer is, the key alone does not say)."""
+    INVALID = "invalid"
+    ABSENT = "absent"
+    UNSUPPORTED = "unsupported"
+    """Signed with an algorithm or key this node does not check (only EdDSA with a JWK)."""
+
+
+@dataclass(frozen=True)
+class CardSignatureCheck:
+    state: SignatureState
+    kid: str = ""
+
+
+def _protected_header(signature: Any) -> dict[str, Any] | None:
+    try:
+        header = json.loads(unb64u(signature["protected"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def verify_card(card: dict[str, Any]) -> CardSignatureCheck:
+    """Check the first signature of ``card`` that this node can check."""
+    signatures = card.get("signatures")
+    if not isinstance(signatures, list) or not signatures:
+        return CardSignatureCheck(SignatureState.ABSENT)
+    payload = b64u(canonical_card(card))
+    for signature in signatures:
+        header = _protected_header(signature)
+        if header is None:
+            return CardSignatureCheck(SignatureState.INVALID)
+        jwk = header.get("jwk")
+        if header.get("alg") != "EdDSA" or not isinstance(jwk, dict) \
+                or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+            continue
+        kid = str(header.get("kid", ""))[:200]
+        try:
+            key = Ed25519PublicKey.from_public_bytes(unb64u(jwk["x"]))
+            key.verify(unb64u(signature["signature"]),
+                       f"{signature['protected']}.{payload}".encode())
+        except (InvalidSignature, KeyError, TypeError, ValueError):
+            return CardSignatureCheck(SignatureState.INVALID, kid)
+        return CardSignatureCheck(SignatureState.VALID, kid)
+    return CardSignatureCheck(SignatureState.UNSUPPORTED)

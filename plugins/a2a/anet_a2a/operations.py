@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anet_a2a.card import PREVIEW_EXTENSION
-from anet_a2a.tasks_port import AgentTasks
+from anet_a2a.tasks_port import TasksPort
 from anet_core.api import Reason, TaskMetadata, TaskSubscription
 from anet_core.wire import (
     A2AError,
@@ -243,10 +243,11 @@ async def _next(source: AsyncIterator[dict[str, Any]]) -> Any:
 
 @dataclass(frozen=True)
 class AgentOperations:
-    """The operations of one remote agent for one request; ``extensions`` are the URIs the
-    client requested in A2A-Extensions."""
+    """The operations of one agent for one request (a network agent, a direct peer's or a
+    published alias, by its port); ``extensions`` are the URIs the client requested in
+    A2A-Extensions."""
 
-    tasks: AgentTasks
+    tasks: TasksPort
     extensions: frozenset[str]
 
     async def _send(self, request: SendMessageRequest) -> dict[str, Any]:
@@ -293,7 +294,7 @@ class AgentOperations:
             page_token=request.page_token, history_length=request.history_length,
             include_artifacts=bool(request.include_artifacts))
         return ListTasksResponse(
-            tasks=[render_task(task, history_length=None,
+            tasks=[render_task(task, history_length=request.history_length,
                                include_artifacts=bool(request.include_artifacts))
                    for task in page["tasks"]],
             next_page_token=page["nextPageToken"], page_size=request.effective_page_size,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from anet_a2a import cli, control, doctor
+from anet_a2a.config import A2AConfig
+from anet_a2a.peers import control as peer_control
+from anet_a2a.peers.service import direct_peers
+from anet_a2a.publish import control as publish_control
+from anet_a2a.publish.server import published_surface
 from anet_a2a.server import local_a2a
 from anet_a2a.state import MODULE
 from anet_core.api import (
     CliCommand,
+    Config,
     ConfigBlock,
     ControlRoutes,
     DoctorCheck,
@@ -18,12 +22,6 @@ from anet_core.api import (
 )
 
 
-class A2AConfig(BaseModel):
-    """``modules.a2a``: the interface needs no configuration; ``anet init`` writes no block."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
 @hookimpl
 def anet_config_blocks() -> list[ConfigBlock]:
     return [ConfigBlock(module=MODULE, model=A2AConfig)]
@@ -31,17 +29,22 @@ def anet_config_blocks() -> list[ConfigBlock]:
 
 @hookimpl
 def anet_lifespan(node: Node) -> list[Lifespan]:
-    return [Lifespan(name="a2a-endpoint", open=lambda: local_a2a(node), module="a2a")]
+    return [Lifespan(name="a2a-direct-peers", open=lambda: direct_peers(node), module="a2a"),
+            Lifespan(name="a2a-endpoint", open=lambda: local_a2a(node), module="a2a"),
+            Lifespan(name="a2a-publish", open=lambda: published_surface(node), module="a2a")]
 
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    return [control.control_routes()]
+    return [ControlRoutes(module=MODULE,
+                          routes=[*control.control_routes().routes, *peer_control.routes(),
+                                  *publish_control.routes()])]
 
 
 @hookimpl
-def anet_doctor_checks() -> list[DoctorCheck]:
-    return [
+def anet_doctor_checks(config: Config | None) -> list[DoctorCheck]:
+    block = None if config is None else config.module(MODULE, A2AConfig)
+    return peer_control.doctor_checks(block) + publish_control.doctor_checks(block) + [
         DoctorCheck("a2a-interface", MODULE, "the local A2A interface is up on its recorded "
                     "address, with no port conflict", doctor.interface_state),
         DoctorCheck("a2a-token", MODULE, "a2a_token.txt exists and only you can read it",
@@ -54,6 +57,19 @@ def anet_cli_commands() -> list[CliCommand]:
     return [
         CliCommand("a2a rotate-token", "replace a2a_token.txt (refreshes the Hermes entries "
                    "anet wrote)", lambda parser: None, cli.run_rotate, module="a2a"),
+        CliCommand("agents peers", "list the direct peers and their agents (modules.a2a.peers)",
+                   peer_control.configure_list, peer_control.run_list, module="a2a"),
+        CliCommand("publish token add", "make a token for the published surface (printed "
+                   "once; only its hash is kept)", publish_control.configure_add,
+                   publish_control.run_add, module="a2a"),
+        CliCommand("publish token list", "the tokens of the published surface (names, never "
+                   "tokens)", publish_control.configure_list, publish_control.run_list,
+                   module="a2a"),
+        CliCommand("publish token revoke", "refuse a token from the next request on",
+                   publish_control.configure_name, publish_control.run_revoke, module="a2a"),
+        CliCommand("publish token rotate", "replace a token (printed once); the old one is "
+                   "refused from the next request on", publish_control.configure_name,
+                   publish_control.run_rotate, module="a2a"),
         CliCommand("agents wire", "point an A2A client (Hermes) at remote agents on this node",
                    cli.configure_wire, cli.run_wire,
                    description="Write a2a_agents entries into Hermes's config.yaml that point "

@@ -1,5 +1,6 @@
-"""The HTTP+JSON binding below ``/a2a/v1/agents/{aid}/rest`` (the HTTP+JSON
-binding of https://a2a-protocol.org/latest/specification/; docs/a2a.md, "Routes").
+"""The HTTP+JSON binding below ``/a2a/v1/agents/{aid}/rest`` (local endpoint) and
+``/a2a/{alias}/rest`` (published surface): the HTTP+JSON binding of
+https://a2a-protocol.org/latest/specification/; docs/a2a.md, "Routes".
 
 Bodies and results are bare ProtoJSON; errors are google.rpc.Status with their HTTP status.
 The ``:cancel`` and ``:subscribe`` routes come before ``tasks/{id}``, whose id excludes ``:``.
@@ -14,10 +15,10 @@ from typing import Any
 from aiohttp import web
 
 from anet_a2a.checks import BODY
-from anet_a2a.endpoint import ENDPOINT
 from anet_a2a.operations import AgentOperations, EventStream
 from anet_a2a.replies import rest_error, rest_result
 from anet_a2a.sse import stream
+from anet_a2a.surface import SURFACE
 from anet_core.wire import (
     A2AError,
     A2AErrorKind,
@@ -84,8 +85,7 @@ async def _subscribe(request: web.Request, ops: AgentOperations) -> web.StreamRe
 
 async def _push(request: web.Request, ops: AgentOperations) -> web.StreamResponse:
     raise A2AError(A2AErrorKind.PUSH_NOTIFICATION_NOT_SUPPORTED,
-                   "Push notifications are not supported: the local endpoint cannot reach a "
-                   "client that is not connected")
+                   request.config_dict[SURFACE].push_refusal)
 
 
 async def _stream(request: web.Request, events: EventStream) -> web.StreamResponse:
@@ -95,10 +95,9 @@ async def _stream(request: web.Request, events: EventStream) -> web.StreamRespon
 
 def _operation(operation: Operation) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(request: web.Request) -> web.StreamResponse:
-        endpoint = request.config_dict[ENDPOINT]
         try:
-            aid = endpoint.agent(request)
-            return await operation(request, endpoint.operations(request, aid))
+            operations = await request.config_dict[SURFACE].operations(request)
+            return await operation(request, operations)
         except A2AError as error:
             return rest_error(error)
 
@@ -106,9 +105,8 @@ def _operation(operation: Operation) -> Callable[[web.Request], Awaitable[web.St
 
 
 async def _extended_card(request: web.Request) -> web.StreamResponse:
-    endpoint = request.config_dict[ENDPOINT]
     try:
-        card, _ = await endpoint.card(endpoint.agent(request))
+        card = await request.config_dict[SURFACE].extended_card(request)
     except A2AError as error:
         return rest_error(error)
     return rest_result(card)

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from anet_a2a import directory, jsonrpc, rest
 from anet_a2a.card import AGENTS_PATH
-from anet_a2a.checks import BODY_LIMIT, JSONRPC_ROUTE, REALM, RequestChecks
+from anet_a2a.checks import BODY_LIMIT, JSONRPC_ROUTE, REALM, RequestChecks, loopback_gate
 from anet_a2a.endpoint import ENDPOINT, Endpoint
 from anet_a2a.portholder import find_holder
 from anet_a2a.state import (
@@ -27,6 +27,7 @@ from anet_a2a.state import (
     conflict_text,
     replace_token_after_emergency,
 )
+from anet_a2a.surface import SURFACE
 from anet_core.api import NODE_KEY, Listener, LoopbackGuard, Node, bind_loopback
 from anet_core.wire import AGENT_CARD_WELL_KNOWN_PATH
 
@@ -43,9 +44,10 @@ SHUTDOWN_TIMEOUT_S = 2.0
 
 def build_app(endpoint: Endpoint, *, body_timeout: float = BODY_TIMEOUT_S) -> web.Application:
     guard = LoopbackGuard(port=endpoint.port, token=endpoint.token.current, realm=REALM)
-    app = web.Application(middlewares=[RequestChecks(guard, body_timeout).middleware()],
-                          client_max_size=BODY_LIMIT)
+    checks = RequestChecks(loopback_gate(guard), body_timeout)
+    app = web.Application(middlewares=[checks.middleware()], client_max_size=BODY_LIMIT)
     app[ENDPOINT] = endpoint
+    app[SURFACE] = endpoint
     app[NODE_KEY] = endpoint.node
     agent = f"{AGENTS_PATH}/{{aid}}"
     app.add_routes([

@@ -7,6 +7,8 @@
                             ``anet a2a rotate-token`` and after an emergency key rotation
     a2a_port_conflict.txt   written while the recorded port is held by another process
     a2a_key_mark.txt        the last emergency key statement the token was replaced for
+    publish_tokens.json     hashes of the published surface's tokens (0600; publish/tokens.py)
+    peer_tasks.db           tasks sent to direct peers (peers/store.py)
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class StateDir:
     @property
     def conflict_file(self) -> Path:
         return self.root / "a2a_port_conflict.txt"
+
+    @property
+    def publish_tokens_file(self) -> Path:
+        return self.root / "publish_tokens.json"
 
     @property
     def key_mark_file(self) -> Path:

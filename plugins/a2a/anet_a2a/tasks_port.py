@@ -1,15 +1,18 @@
-"""The endpoint's one door to the task layer (``node.tasks``, requester side).
+"""The ports through which the operations reach an agent's tasks.
 
-The task layer speaks anet (``TaskError`` with a kebab-case reason); clients of this
-endpoint speak A2A. Every call goes through here so each refusal reaches the client as the A2A
-error docs/a2a.md ("Errors") names, with the task layer's sentence as its message.
+:class:`TasksPort` is what every port offers; :class:`AgentTasks` is the door to the task
+layer (``node.tasks``, requester side) for the network's agents; ``peers.tasks.PeerTasks``
+reaches direct peers with the outbound client; ``publish.surface.PublishedTasks`` serves the
+tasks of a published alias. The task layer speaks anet (``TaskError`` with a kebab-case
+reason); clients speak A2A, so each refusal reaches the client as the A2A error docs/a2a.md
+("Errors") names, with the task layer's sentence as its message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from anet_a2a.replies import no_such_agent
 from anet_core.api import AidError, AnetError, TaskError, TaskLayer, TaskMetadata, TaskSubscription
@@ -31,6 +34,21 @@ _KINDS = {
 
 REFUSALS = (TaskError, AidError)
 """What the task layer raises for a request it refuses."""
+
+
+class TasksPort(Protocol):
+    """The tasks of one agent; every refusal is an ``A2AError``."""
+
+    async def send(self, message: dict[str, Any],
+                   metadata: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    def get(self, task_id: str) -> dict[str, Any]: ...
+
+    def list(self, **query: Any) -> dict[str, Any]: ...
+
+    async def cancel(self, task_id: str) -> dict[str, Any]: ...
+
+    def subscribe(self, task_id: str) -> TaskSubscription: ...
 
 
 def a2a_error(aid: str, error: AnetError) -> A2AError:

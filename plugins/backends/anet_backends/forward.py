@@ -72,10 +72,13 @@ class Ended(Exception):
 
 def _with_node_metadata(metadata: dict[str, Any], task: InboundTask) -> dict[str, Any]:
     """``metadata`` as the backend gets it: the requester's keys, except ``anet.*`` ones (a
-    requester cannot set those), and the node's own word on who asks (docs/backends.md)."""
+    requester cannot set those), and the node's own word on who asks (docs/backends.md): the
+    peer, whether it is trusted, and for a task a local surface handed in what that surface
+    says of its caller (``InboundTask.origin``)."""
     return {**{key: value for key, value in metadata.items()
                if not key.startswith(METADATA_PREFIX)},
-            TaskMetadata.PEER_AID: task.peer_aid, TaskMetadata.TRUSTED: task.trusted}
+            TaskMetadata.PEER_AID: task.peer_aid, TaskMetadata.TRUSTED: task.trusted,
+            **(task.origin or {})}
 
 
 class Forwarder:

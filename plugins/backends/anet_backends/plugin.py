@@ -78,7 +78,10 @@ def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
 @hookimpl
 def anet_card_skills(node: Node) -> list[SkillSource]:
     service = node.get(SERVICE)
-    return [] if service is None else [SkillSource(module=MODULE, read=service.card_skills)]
+    if service is None:
+        return []
+    return [SkillSource(module=MODULE, read=read, backend=match)
+            for match, read in service.skill_sources().items()]
 
 
 @hookimpl

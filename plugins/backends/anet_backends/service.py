@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from anet_backends.config import Backend, BackendsConfig
@@ -114,19 +115,22 @@ class Backends:
                 return None
         return TaskClaim(module=MODULE, serve=forwarder.serve)
 
-    async def card_skills(self) -> list[dict[str, Any]]:
-        """What the node's card lists for its backends: a ``*`` backend's own skills, and each
-        skill backend's skill as its card describes it (or by its id alone). A backend that
-        cannot be read now is left out until the next publication."""
-        skills: list[dict[str, Any]] = []
-        for match, (_, forwarder) in self._backends.items():
-            offered = await forwarder.skills()
-            if match == "*":
-                skills.extend(offered)
-            else:
-                skills.append(next((skill for skill in offered if skill["id"] == match),
-                                   {"id": match, "name": match}))
-        return skills
+    def skill_sources(self) -> dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]]:
+        """Per backend (by match), what the node's card lists for it: a ``*`` backend's own
+        skills, a skill backend's skill as its card describes it (or by its id alone). A
+        backend that cannot be read now offers nothing until the next publication."""
+        def reader(match: str, forwarder: Forwarder) -> Callable[
+                [], Awaitable[list[dict[str, Any]]]]:
+            async def read() -> list[dict[str, Any]]:
+                offered = await forwarder.skills()
+                if match == "*":
+                    return offered
+                return [next((skill for skill in offered if skill["id"] == match),
+                             {"id": match, "name": match})]
+            return read
+
+        return {match: reader(match, forwarder)
+                for match, (_, forwarder) in self._backends.items()}
 
     @staticmethod
     def evidence_recorder(append: Any) -> Record:
