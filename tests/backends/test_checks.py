@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from anet_backends import peers
+from anet_backends import sockcheck
 from anet_core.records import BackendError, BackendStage, BackendTarget
 from tests.backends.harness import inbound, make_harness, raw_listener
 
@@ -64,16 +64,16 @@ async def test_a_group_writable_directory_needs_socket_group(
     group = __import__("grp").getgrgid(other_user.pw_gid).gr_name
     target = BackendTarget(match="*", url=f"unix://{path}")
     with pytest.raises(BackendError, match="can be changed by"):
-        peers.check_socket_path(target, path)
+        sockcheck.check_socket_path(target, path)
     trusted = BackendTarget(match="*", url=f"unix://{path}", socket_group=group)
-    assert peers.check_socket_path(trusted, path).backend_uid == 0
+    assert sockcheck.check_socket_path(trusted, path).backend_uid == 0
 
 
 def test_sticky_world_writable_directories_above_are_accepted(sock_dir: Path,
                                                               bare_socket) -> None:
     assert stat.S_IMODE(os.stat("/tmp").st_mode) & stat.S_ISVTX
     path, _ = bare_socket(sock_dir)
-    owner = peers.check_socket_path(BackendTarget(match="*", url=f"unix://{path}"), path)
+    owner = sockcheck.check_socket_path(BackendTarget(match="*", url=f"unix://{path}"), path)
     assert owner.backend_uid == os.geteuid()
 
 
@@ -81,7 +81,7 @@ def test_a_world_writable_socket_directory_is_refused(sock_dir: Path, bare_socke
     path, _ = bare_socket(sock_dir)
     sock_dir.chmod(0o1777)
     with pytest.raises(BackendError, match="can be changed by every user"):
-        peers.check_socket_path(BackendTarget(match="*", url=f"unix://{path}"), path)
+        sockcheck.check_socket_path(BackendTarget(match="*", url=f"unix://{path}"), path)
 
 
 async def test_a_listener_of_the_wrong_account_is_refused(
@@ -135,6 +135,6 @@ async def test_a_loopback_tcp_backend_of_another_account_is_refused(
 
 async def test_a_missing_socket_is_unreachable_not_refused(sock_dir: Path) -> None:
     with pytest.raises(BackendError) as caught:
-        peers.check_socket_path(BackendTarget(match="*", url="unix:///x"), sock_dir / "nope")
+        sockcheck.check_socket_path(BackendTarget(match="*", url="unix:///x"), sock_dir / "nope")
     assert caught.value.stage is BackendStage.UNREACHABLE
 

@@ -305,3 +305,20 @@ def test_ruff_passes() -> None:
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(REPO)],
                             capture_output=True, text=True, timeout=120, cwd=REPO)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_map_names_every_room() -> None:
+    """docs/architecture.md's "Rooms" names every package of the core and every module, and
+    names nothing that is gone."""
+    page = (REPO / "docs" / "architecture.md").read_text()
+    rooms = page.split("## Rooms", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^ {0,2}([a-z_0-9]+/)", rooms, re.MULTILINE))
+    core = {f"{path.name}/" for path in (REPO / "anet_core").iterdir()
+            if (path / "__init__.py").exists()}
+    assert core - listed == set(), f"docs/architecture.md does not show {sorted(core - listed)}"
+    shown_modules = set(re.findall(r"^plugins/([a-z0-9]+)/", rooms, re.MULTILINE))
+    assert shown_modules == set(KNOWN_MODULES), "the map's modules differ from KNOWN_MODULES"
+    module_rooms = {f"{path.name}/" for path in (REPO / "plugins").glob("*/anet_*/*")
+                    if (path / "__init__.py").exists()}
+    stale = listed - core - module_rooms - {"anet_core/", "plugins/", "tests/"}
+    assert not stale, f"docs/architecture.md shows rooms that do not exist: {sorted(stale)}"

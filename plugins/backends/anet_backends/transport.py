@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
-from anet_backends import peers
+from anet_backends import sockcheck
 from anet_core.api import BackendError, BackendStage, BackendTarget
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class CheckedUnixConnector(aiohttp.BaseConnector):
 
     async def _create_connection(self, req: ClientRequest, traces: list[Trace],
                                  timeout: aiohttp.ClientTimeout) -> ResponseHandler:
-        owner = peers.check_socket_path(self._target, self._path)
+        owner = sockcheck.check_socket_path(self._target, self._path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
         try:
@@ -48,7 +48,7 @@ class CheckedUnixConnector(aiohttp.BaseConnector):
                                    f"cannot connect to {self._path}: "
                                    f"{getattr(error, 'strerror', None) or 'timed out'}") from None
             if self._target.peer_check != "path-only":
-                peers.check_unix_peer(sock, owner, self._path)
+                sockcheck.check_unix_peer(sock, owner, self._path)
             _, protocol = await self._loop.create_connection(self._factory, sock=sock)
         except BaseException:
             sock.close()
@@ -71,9 +71,9 @@ class CheckedTCPConnector(aiohttp.TCPConnector):
                                f"cannot connect to {req.url.host}:{req.url.port}: "
                                f"{error}") from None
         transport = protocol.transport
-        if transport is not None and peers.is_loopback(req.url.host or ""):
+        if transport is not None and sockcheck.is_loopback(req.url.host or ""):
             try:
-                peers.check_tcp_peer(transport.get_extra_info("peername")[:2])
+                sockcheck.check_tcp_peer(transport.get_extra_info("peername")[:2])
             except BackendError:
                 transport.abort()
                 raise
