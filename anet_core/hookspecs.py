@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         CliCommand,
         ConfigBlock,
         ControlRoutes,
+        DirectorySource,
         DoctorCheck,
         InboundTask,
         Lifespan,
@@ -295,4 +296,27 @@ def anet_mcp_tools() -> list[McpTool]:
             return [McpTool(name="greeter_greet", description="Greet someone through the node",
                             arguments=GreetArguments, run=greet, read_only=True,
                             open_world=False, module="greeter")]
+    """
+
+
+@hookspec
+def anet_directory_sources(node: Node) -> list[DirectorySource]:
+    """Add agents the hub does not know to the node's directory listing (``anet agents``).
+
+    Called by the control route ``GET /tasks/agents`` for each first page (no cursor): the core
+    awaits every source's ``list`` with the listing's filters and a timeout, marks each entry
+    with ``"source": module`` and shows the entries after the hub's. A source that fails or
+    times out is left out and logged; the listing never fails for it. When the hub cannot be
+    asked (not joined, unreachable), the modules' entries are shown with the hub's error.
+
+    Example::
+
+        @hookimpl
+        def anet_directory_sources(node):
+            async def listed(search):
+                agents = [{"aid": "greeter@lan", "name": "Greeter", "description": "",
+                           "skills": [], "url": "http://greeter.lan/a2a"}]
+                return [agent for agent in agents
+                        if not search.q or search.q.lower() in agent["name"].lower()]
+            return [DirectorySource(module="greeter", list=listed)]
     """

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from anet_core.cli.context import CliContext
     from anet_core.control.client import AsyncControlClient
     from anet_core.doctor import CheckContext
+    from anet_core.link import SearchQuery
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -236,6 +237,21 @@ class SkillSource:
     backend: str | None = None
     """The ``match`` of the configured backend these skills come from, when they come from one
     (the a2a module publishes an alias with the skills its backend really offers)."""
+
+
+@dataclass(frozen=True)
+class DirectorySource:
+    """Agents a module adds to the node's directory listing (``anet_directory_sources``).
+
+    ``list`` takes the listing's filters (``skill``, ``tag``, ``q`` of a ``SearchQuery``; the
+    cursor and limit are the hub's) and returns the agents that match them, shaped like the
+    entries of ``directory_listing`` (``aid``, ``name``, ``description``, ``skills``) plus what
+    marks where they come from (``directPeer``, ``url``); the core adds ``"source": module``,
+    awaits it with a timeout and leaves out a source that fails.
+    """
+
+    module: str
+    list: Callable[[SearchQuery], Awaitable[list[dict[str, Any]]]]
 
 
 @dataclass(frozen=True)

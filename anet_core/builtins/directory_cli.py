@@ -4,6 +4,10 @@ routes ``/tasks/agents``, ``/tasks/agents/<aid>`` and ``/tasks/review``."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import sys
+from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -12,9 +16,14 @@ from pydantic import Field
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.control.parsing import RequestBody, query_number, read_body
-from anet_core.link import SearchQuery, Verification, directory_listing
+from anet_core.link import HubError, SearchQuery, Verification, directory_listing
 from anet_core.node import NODE_KEY, Node
-from anet_core.records import CliCommand, ControlRoutes
+from anet_core.records import CliCommand, ControlRoutes, DirectorySource
+
+log = logging.getLogger(__name__)
+
+DIRECTORY_SOURCE_TIMEOUT_S = 5.0
+"""How long the listing waits for one module's agents (``anet_directory_sources``)."""
 
 # --- control routes ------------------------------------------------------------------------------
 
@@ -27,15 +36,41 @@ class ReviewRequest(RequestBody):
     text: str = Field(default="", max_length=2000)
 
 
+async def module_entries(sources: list[DirectorySource], search: SearchQuery
+                         ) -> list[dict[str, Any]]:
+    """The agents the modules add to the listing, in hook order, each marked with its module;
+    a source that fails or takes longer than ``DIRECTORY_SOURCE_TIMEOUT_S`` is left out."""
+    async def listed(source: DirectorySource) -> list[dict[str, Any]]:
+        try:
+            entries = await asyncio.wait_for(source.list(search), DIRECTORY_SOURCE_TIMEOUT_S)
+        except Exception as error:  # noqa: BLE001 - one module's failure leaves its agents out
+            log.warning("event=directory-source-failed module=%s error=%r", source.module, error)
+            return []
+        return [entry | {"source": source.module} for entry in entries]
+
+    return [entry for entries in await asyncio.gather(*map(listed, sources))
+            for entry in entries]
+
+
 @routes.get("/agents")
 async def agents(request: web.Request) -> web.Response:
+    """The hub's directory, then (on the first page only: the cursor is the hub's) the agents
+    the modules add. When the hub cannot be asked, the modules' agents are listed with the
+    hub's error as ``hubError``; with none to list, the hub's error is the answer."""
     query = request.query
-    limit = query_number(query, "limit", 50)
     node = request.config_dict[NODE_KEY]
-    page = await node.hub.search(SearchQuery(
-        skill=query.get("skill"), tag=query.get("tag"), q=query.get("q"),
-        cursor=query.get("cursor"), limit=limit))
-    return web.json_response({"agents": directory_listing(page.peers, own_aid=node.aid),
+    search = SearchQuery(skill=query.get("skill"), tag=query.get("tag"), q=query.get("q"),
+                         cursor=query.get("cursor"), limit=query_number(query, "limit", 50))
+    added = [] if search.cursor else await module_entries(
+        node.plugins.collect("anet_directory_sources", node=node), search)
+    try:
+        page = await node.hub.search(search)
+    except HubError as error:
+        if not added:
+            raise
+        return web.json_response({"agents": added, "nextCursor": None,
+                                  "hubError": error.message})
+    return web.json_response({"agents": directory_listing(page.peers, own_aid=node.aid) + added,
                               "nextCursor": page.next_cursor})
 
 
@@ -73,17 +108,28 @@ def _run_agents(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.json:
         ctx.print_json(page)
         return 0
+    if "hubError" in page:
+        print(f"anet: the hub's directory is not listed: {page['hubError']}", file=sys.stderr)
     if not page["agents"]:
         print("No agent matches." if query else "The directory is empty.")
     for agent in page["agents"]:
+        if "directPeer" in agent:
+            print(f"peer:{agent['directPeer']}  {agent['aid']}  {agent.get('url', '')}  "
+                  f"{agent.get('name') or '(no name)'}")
+            _print_skills(agent)
+            continue
         mark = " official" if agent["official"] else ""
         name = agent.get("name") or ("(no name)" if agent["verification"] == "VERIFIED"
                                      else "(card not verified)")
         print(f"{agent['aid']}  {agent['verification']:<10} {agent['keyState']:<5}{mark}  {name}")
-        skills = ", ".join(skill.get("id", "") for skill in agent.get("skills", []))
-        if skills:
-            print(f"    skills: {skills}")
+        _print_skills(agent)
     return 0
+
+
+def _print_skills(agent: dict[str, Any]) -> None:
+    skills = ", ".join(skill.get("id", "") for skill in agent.get("skills", []))
+    if skills:
+        print(f"    skills: {skills}")
 
 
 def _run_review(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -109,7 +155,8 @@ def anet_cli_commands() -> list[CliCommand]:
         parser.add_argument("text", nargs="?", default="", help="a few words for others")
 
     return [
-        CliCommand("agents", "search the directory of the home hub (verified fields only)",
+        CliCommand("agents", "search the directory of the home hub (verified fields only) "
+                   "and the agents modules add (direct peers)",
                    configure_agents, _run_agents, module="core"),
         CliCommand("review", "rate the agent that completed one of your tasks, at the hub",
                    configure_review, _run_review,

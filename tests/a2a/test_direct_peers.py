@@ -151,6 +151,30 @@ async def test_the_catalog_and_the_single_card_are_on_the_local_endpoint(
     assert extension["params"]["source"] == "catalog"
 
 
+async def test_anet_agents_lists_the_direct_peers(deployment: Deployment) -> None:
+    zc_base = (await listed(deployment))["agent_alpha@zc"]["anet.directPeer"]["baseUrl"]
+    page = deployment.node.json("agents")
+    agents = {entry["aid"]: entry for entry in page["agents"]}
+    assert set(agents) == {"agent_alpha@zc", "agent_beta@zc", "agent_alpha@zcbad",
+                           "agent_beta@zcbad", "tck-scenario-agent@sdk"}
+    alpha = agents["agent_alpha@zc"]
+    assert (alpha["source"], alpha["directPeer"], alpha["name"]) == ("a2a", "zc", "agent_alpha")
+    assert alpha["url"].startswith(zc_base)
+    assert [skill["id"] for skill in alpha["skills"]] == ["zeroclaw", "changelog-generation"]
+    assert "hubError" in page  # this node joined no hub: its agents are listed all the same
+    # The filters of the local endpoint's listing: a tag of the peer or of a skill.
+    triage = {entry["aid"] for entry in deployment.node.json("agents", "--tag", "triage")
+              ["agents"]}
+    assert triage == {"agent_alpha@zc", "agent_beta@zc", "agent_beta@zcbad",
+                      "tck-scenario-agent@sdk"}
+    plain = deployment.node.run("agents", "--skill", "changelog-generation")
+    lines = plain.stdout.splitlines()
+    assert lines[0].split() == ["peer:zc", "agent_alpha@zc", alpha["url"], "agent_alpha"]
+    assert lines[1] == "    skills: zeroclaw, changelog-generation"
+    assert "peer:zcbad  agent_alpha@zcbad" in plain.stdout
+    assert "the hub's directory is not listed" in plain.stderr
+
+
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_a_zeroclaw_agent_answers_through_the_local_endpoint(

@@ -19,7 +19,7 @@ from anet_core.cli.main import _commands, build_parser
 from anet_core.config import validate_config
 from anet_core.doctor import CheckContext, all_checks, run_checks
 from anet_core.errors import AnetError
-from anet_core.link import KeyState, PeerInfo, Verification
+from anet_core.link import KeyState, PeerInfo, SearchQuery, Verification
 from anet_core.link.card import module_skills
 from anet_core.records import (
     BackendError,
@@ -32,6 +32,7 @@ from anet_core.records import (
     CliCommand,
     ConfigBlock,
     ControlRoutes,
+    DirectorySource,
     DoctorCheck,
     InboundTask,
     Lifespan,
@@ -347,6 +348,55 @@ async def test_hook_anet_card_skills(tmp_path: Path) -> None:
     async with running_node(tmp_path / "node", plugins_with(Second(), Greeter())) as node:
         skills = await module_skills(lambda: node.plugins.collect("anet_card_skills", node=node))
     assert [skill["id"] for skill in skills] == ["greet", "qa"]  # hook order; broken left out
+
+
+async def test_hook_anet_directory_sources(tmp_path: Path,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    asked: list[SearchQuery] = []
+
+    class Greeter:
+        @hookimpl
+        def anet_directory_sources(self, node):
+            async def listed(search):
+                asked.append(search)
+                agents = [{"aid": "greeter@lan", "name": "Greeter", "skills": [{"id": "greet"}],
+                           "directPeer": "lan", "url": "http://greeter.lan/a2a"},
+                          {"aid": "echo@lan", "name": "Echo", "skills": [{"id": "echo"}],
+                           "directPeer": "lan", "url": "http://echo.lan/a2a"}]
+                return [agent for agent in agents
+                        if not search.skill or search.skill in [s["id"] for s in agent["skills"]]]
+
+            async def broken(search):
+                raise RuntimeError("the module's source is down")
+
+            return [DirectorySource("greeter", listed), DirectorySource("broken", broken)]
+
+    async with running_node(tmp_path / "node", plugins_with(Greeter())) as node:
+        address = node.paths.control_addr.read_text().strip()
+        token = node.paths.control_token.read_text().strip()
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
+            async def agents(query: str) -> tuple[int, dict]:
+                async with http.get(f"http://{address}/tasks/agents?{query}") as response:
+                    return response.status, await response.json()
+
+            status, page = await agents("skill=greet&q=hello")
+            assert status == 200
+            # Not joined: the hub's error beside the modules' agents, each marked by its module.
+            assert page["agents"] == [{"aid": "greeter@lan", "name": "Greeter",
+                                       "skills": [{"id": "greet"}], "directPeer": "lan",
+                                       "url": "http://greeter.lan/a2a", "source": "greeter"}]
+            assert "hub" in page["hubError"] and page["nextCursor"] is None
+            assert (asked[-1].skill, asked[-1].q, asked[-1].tag) == ("greet", "hello", None)
+            status, page = await agents("")
+            assert [agent["aid"] for agent in page["agents"]] == ["greeter@lan", "echo@lan"]
+            # The cursor is the hub's: a later page has no module entries, so the hub's error.
+            calls = len(asked)
+            status, page = await agents("cursor=abc")
+            assert status != 200 and page["error"] == "hub-unavailable"
+            assert len(asked) == calls
+            status, page = await agents("skill=nothing")
+            assert status != 200 and page["error"] == "hub-unavailable"
+    assert "event=directory-source-failed module=broken" in caplog.text
 
 
 def test_duplicate_records_are_refused_naming_both_modules(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""``GET /a2a/v1/agents`` (the network's agents the node knows and the agents of direct peers)
-and the proxy card routes."""
+"""``GET /a2a/v1/agents`` (the network's agents the node knows and the agents of direct peers),
+the direct peers' agents in ``anet agents`` (``anet_directory_sources``) and the proxy card
+routes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from aiohttp import web
 
 from anet_a2a.endpoint import CARD_MAX_AGE_S, ENDPOINT, Endpoint
 from anet_a2a.peers.discovery import DirectAgent
-from anet_a2a.peers.service import DIRECT_PEERS
+from anet_a2a.peers.service import DIRECT_PEERS, DirectPeers
 from anet_a2a.replies import json_reply, rest_error
-from anet_core.api import HubError, SearchQuery, directory_listing
+from anet_a2a.state import MODULE
+from anet_core.api import DirectorySource, HubError, Node, SearchQuery, directory_listing
 from anet_core.wire import A2AError, A2AErrorKind
 
 MAX_LIMIT = 100
@@ -28,13 +30,26 @@ def _limit(text: str | None) -> int:
     return int(text)
 
 
+def _name(agent: DirectAgent) -> str:
+    return str(agent.card.get("name") or agent.agent)
+
+
 def direct_entry(endpoint: Endpoint, agent: DirectAgent) -> dict[str, Any]:
     """An agent of a direct peer: ``aid`` is its id here, ``<agent>@<peer>``."""
     urls = endpoint.urls(agent.id)
-    return {"aid": agent.id, "url": urls.base, "cardUrl": urls.card,
-            "name": str(agent.card.get("name") or agent.agent),
+    return {"aid": agent.id, "url": urls.base, "cardUrl": urls.card, "name": _name(agent),
             "anet.directPeer": {"peer": agent.peer, "baseUrl": agent.base_url, "tls": agent.tls,
                                 "signature": agent.signature.state.value}}
+
+
+def directory_entry(agent: DirectAgent) -> dict[str, Any]:
+    """An agent of a direct peer as ``anet agents`` lists it, with the URL the peer serves it
+    at (the local endpoint's URL of it is ``GET /a2a/v1/agents``'s)."""
+    skills = [skill for skill in agent.card.get("skills") or [] if isinstance(skill, dict)]
+    return {"aid": agent.id, "name": _name(agent),
+            "description": str(agent.card.get("description") or ""), "skills": skills,
+            "directPeer": agent.peer, "url": agent.rpc_url, "tls": agent.tls,
+            "signature": agent.signature.state.value}
 
 
 def _matches(agent: DirectAgent, search: SearchQuery, peer_tags: list[str]) -> bool:
@@ -50,6 +65,19 @@ def _matches(agent: DirectAgent, search: SearchQuery, peer_tags: list[str]) -> b
     return not search.q or search.q.lower() in text.lower()
 
 
+def matching(peers: DirectPeers | None, search: SearchQuery) -> list[DirectAgent]:
+    """The direct peers' agents that match the search's filters, as last read."""
+    return [] if peers is None else [agent for agent in peers.agents.values()
+                                     if _matches(agent, search, peers.peers[agent.peer].tags)]
+
+
+def directory_source(node: Node) -> DirectorySource:
+    async def listed(search: SearchQuery) -> list[dict[str, Any]]:
+        return [directory_entry(agent) for agent in matching(node.get(DIRECT_PEERS), search)]
+
+    return DirectorySource(module=MODULE, list=listed)
+
+
 async def list_agents(request: web.Request) -> web.StreamResponse:
     endpoint = request.config_dict[ENDPOINT]
     query = request.query
@@ -61,9 +89,8 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
         return rest_error(error)
     peers = endpoint.node.get(DIRECT_PEERS)
     # Direct peers come first, on the first page only: they are few and need no hub.
-    direct = [] if peers is None or search.cursor else [
-        direct_entry(endpoint, agent) for agent in peers.agents.values()
-        if _matches(agent, search, peers.peers[agent.peer].tags)]
+    direct = [] if search.cursor else [direct_entry(endpoint, agent)
+                                       for agent in matching(peers, search)]
     try:
         page = await endpoint.node.hub.search(search)
     except HubError as error:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anet_a2a import cli, control, doctor
+from anet_a2a import cli, control, directory, doctor
 from anet_a2a.config import A2AConfig
 from anet_a2a.peers import control as peer_control
 from anet_a2a.peers.service import direct_peers
@@ -15,6 +15,7 @@ from anet_core.api import (
     Config,
     ConfigBlock,
     ControlRoutes,
+    DirectorySource,
     DoctorCheck,
     Lifespan,
     Node,
@@ -39,6 +40,11 @@ def anet_routes(node: Node) -> list[ControlRoutes]:
     return [ControlRoutes(module=MODULE,
                           routes=[*control.control_routes().routes, *peer_control.routes(),
                                   *publish_control.routes()])]
+
+
+@hookimpl
+def anet_directory_sources(node: Node) -> list[DirectorySource]:
+    return [directory.directory_source(node)]
 
 
 @hookimpl
