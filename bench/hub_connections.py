@@ -3,7 +3,7 @@
 Runs ``anet hub serve`` as its own process (so its memory is measured alone) and N real hub
 clients in this process. Prints the hub's RSS before and after the nodes connected, per node,
 the latency of directory reads with everyone connected, and envelopes/s relayed between two
-nodes (sequential: each send waits for ``accepted``; pipelined: many sends in flight).
+nodes (``bench/relay.py``; one send in flight, then 32).
 
     .venv/bin/python bench/hub_connections.py [--nodes 1000] [--envelopes 2000]
 """
@@ -19,15 +19,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
+from relay import Pair, relay_rate, until
 
 from anet_core.identity import Identity
 from anet_core.link import JoinState, SearchQuery
 from anet_core.link.client import HubClient
-from anet_core.protocol.envelope import seal
 
 CONNECT_BATCH = 50
 
@@ -58,22 +57,6 @@ async def wait_healthy(url: str) -> None:
     raise RuntimeError("the hub did not start")
 
 
-async def until(check: Callable[[], bool], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met")
-        await asyncio.sleep(0.05)
-
-
-class Counter:
-    def __init__(self) -> None:
-        self.count = 0
-
-    async def __call__(self, envelope: dict) -> None:
-        self.count += 1
-
-
 async def run(nodes: int, envelopes: int, work: Path) -> None:
     port = free_port()
     url = f"ws://127.0.0.1:{port}"
@@ -97,7 +80,8 @@ async def run(nodes: int, envelopes: int, work: Path) -> None:
                      for i, identity in enumerate(identities[first:first + CONNECT_BATCH])]
             clients += batch
             await asyncio.gather(*(client.start() for client in batch))
-        await until(lambda: all(c.status.state is JoinState.REGISTERED for c in clients))
+        await until(lambda: all(c.status.state is JoinState.REGISTERED for c in clients),
+                    f"{nodes} nodes to register")
         connect_s = time.perf_counter() - started
         await asyncio.sleep(1.0)
         after = rss_kib(hub.pid)
@@ -121,29 +105,9 @@ async def run(nodes: int, envelopes: int, work: Path) -> None:
               f"{statistics.median(latencies):.2f} ms, p99 {p99:.2f} ms; "
               f"search (limit 100) {search_ms:.1f} ms")
 
-        sender, receiver_client = clients[1], clients[2]
-        counter = Counter()
-        receiver_client.set_receiver(counter)
-        recipient = identities[2]
-        sealed = [seal(identities[1], recipient.aid, recipient.encryption_public_key,
-                       {"n": index, "text": "x" * 200}) for index in range(2 * envelopes)]
-
-        t0 = time.perf_counter()
-        for envelope in sealed[:envelopes]:
-            await sender.send(envelope)
-        await until(lambda: counter.count >= envelopes)
-        sequential = envelopes / (time.perf_counter() - t0)
-
-        queue = list(sealed[envelopes:])
-
-        async def pump() -> None:
-            while queue:
-                await sender.send(queue.pop())
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(pump() for _ in range(32)))
-        await until(lambda: counter.count >= 2 * envelopes)
-        pipelined = envelopes / (time.perf_counter() - t0)
+        pair = Pair(clients[1], identities[1], clients[2], identities[2])
+        sequential = await relay_rate(pair, envelopes, in_flight=1)
+        pipelined = await relay_rate(pair, envelopes, in_flight=32)
         print(f"relay A→B, {envelopes} envelopes of ~0.6 KiB each, delivered and acknowledged: "
               f"sequential {sequential:.0f} envelopes/s, 32 in flight {pipelined:.0f} envelopes/s")
         print(f"hub RSS at the end: {rss_kib(hub.pid) / 1024:.1f} MiB")

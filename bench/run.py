@@ -9,12 +9,16 @@ with the official a2a-sdk client, blocking SendMessage over JSON-RPC, in two way
       goes alice -> hub -> bob -> text agent and back, with a signed receipt.
 
 For N tasks one after the other and N at once it prints p50/p99 latency and tasks/s of both side
-by side, and the ratio (b)/(a). Then the idle memory (RSS) of a node and of the hub, and the
-hub's memory per connected node (N nodes registered at a second hub, as bench/hub_connections.py
-does). Everything is bounded in count and time and stopped and removed at the end.
+by side, and the ratio (b)/(a); the CPU time alice, the hub and bob spent on the sequential (b)
+tasks; the idle memory (RSS) of a node and of the hub; the wall time of ``anet status`` and
+``anet --help`` with the daemon running; the hub's relay rate between two nodes
+(bench/relay.py); and the hub's memory per connected node (N nodes registered at a second hub, as
+bench/hub_connections.py does). It ends with the table of targets of docs/performance.md, each
+figure with its targets and a mark. Everything is bounded in count and time and stopped and
+removed at the end.
 
-    .venv/bin/python bench/run.py [--tasks 100] [--nodes 200] [--timeout 600]
-    .venv/bin/python bench/run.py --nodes 1000            # the full hub count
+    .venv/bin/python bench/run.py [--tasks 100] [--nodes 1000] [--envelopes 5000] [--quick]
+    .venv/bin/python bench/run.py --quick     # without the hub relay and the 1,000 nodes
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import argparse
 import asyncio
 import os
 import platform
+import shutil
 import statistics
 import sys
 import time
@@ -35,6 +40,7 @@ from pathlib import Path
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+from relay import relay_rate, two_nodes, until
 
 from anet_core.demo.network import DemoNode, EmbeddedNetwork
 from anet_core.demo.progress import Progress
@@ -50,6 +56,56 @@ SETTLE_S = 1.0
 CALL_TIMEOUT_S = 60.0
 # The hub's per-node rate limit (50/s, burst 200 by default) would measure itself, not the relay.
 HUB_OPTIONS = ("--rate", "1000000", "--burst", "1000000")
+CLI_RUNS = 5
+RELAY_IN_FLIGHT = 32
+FULL_NODES = 1000
+
+
+# --- the targets ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One figure of the table of targets (docs/performance.md) and how it is printed."""
+
+    figure: str
+    unit: str
+    must: float
+    aim: float
+    higher_is_better: bool = False
+
+    def meets(self, value: float, bound: float) -> bool:
+        return value >= bound if self.higher_is_better else value <= bound
+
+    def mark(self, value: float | None) -> str:
+        if value is None:
+            return "skipped"
+        if self.meets(value, self.aim):
+            return "meets aim"
+        return "meets must" if self.meets(value, self.must) else "misses"
+
+    def show(self, value: float) -> str:
+        text = {"x": f"{value:.2f}", "ms": f"{value:.1f}", "/s": f"{value:,.0f}",
+                "MiB": f"{value:.1f}", "KiB": f"{value:.1f}", "s": f"{value:.2f}"}[self.unit]
+        return f"{text}{self.unit}" if self.unit == "x" else f"{text} {self.unit}"
+
+    def bound(self, value: float) -> str:
+        return f"{'≥' if self.higher_is_better else '≤'} {self.show(value)}"
+
+
+TARGETS = (
+    Target("(b)/(a) sequential p50", "x", 2.5, 2.0),
+    Target("(b)/(a) sequential p99", "x", 3.0, 2.5),
+    Target("(b)/(a) throughput, 100 at once", "x", 0.6, 0.8, higher_is_better=True),
+    Target("CPU per task, alice + hub + bob", "ms", 6.0, 4.0),
+    Target("hub relay, two nodes, delivered and acknowledged", "/s", 15_000, 25_000,
+           higher_is_better=True),
+    Target("idle RSS, node", "MiB", 45, 40),
+    Target("idle RSS, hub", "MiB", 45, 40),
+    Target(f"hub memory per connected node ({FULL_NODES:,} nodes)", "KiB", 16, 12),
+    Target("`anet status` wall time (daemon running)", "s", 0.3, 0.15),
+    Target("`anet --help` wall time (daemon running)", "s", 0.3, 0.15),
+)
 
 
 @dataclass
@@ -165,10 +221,52 @@ def table(results: dict[str, tuple[Phase, Phase]], tasks: int) -> str:
     return "\n".join(rows)
 
 
+def target_table(figures: dict[str, float | None], notes: dict[str, str]) -> str:
+    """Every figure of TARGETS, measured or skipped, with its targets and its mark."""
+    width = max(len(target.figure) for target in TARGETS)
+    rows = [f"{'figure':<{width}}  {'measured':>12}  {'must':>12}  {'aim':>12}  mark"]
+    for target in TARGETS:
+        value = figures.get(target.figure)
+        note = f" ({notes[target.figure]})" if target.figure in notes else ""
+        shown = "-" if value is None else target.show(value)
+        rows.append(f"{target.figure:<{width}}  {shown:>12}"
+                    f"  {target.bound(target.must):>12}  {target.bound(target.aim):>12}"
+                    f"  {target.mark(value)}{note}")
+    return "\n".join(rows)
+
+
+# --- the CLI and the relay -----------------------------------------------------------------------
+
+
+def anet_command() -> list[str]:
+    """The ``anet`` a user runs: the console script beside this interpreter, else the module."""
+    script = Path(sys.executable).parent / "anet"
+    found = str(script) if script.exists() else shutil.which("anet")
+    return [found] if found else [sys.executable, "-m", "anet_core.cli.main"]
+
+
+async def cli_wall_s(node: DemoNode, network: EmbeddedNetwork, *args: str) -> float:
+    """Median wall time of ``anet <args>`` run as a subprocess against ``node``'s data dir."""
+    env = network.env(ANET_DATA_DIR=str(node.paths.root))
+    times = []
+    for _ in range(CLI_RUNS):
+        started = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            *anet_command(), *args, env=env, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE)
+        _, stderr = await asyncio.wait_for(process.communicate(), CALL_TIMEOUT_S)
+        times.append(time.perf_counter() - started)
+        if process.returncode != 0:
+            raise RuntimeError(f"anet {' '.join(args)} exited with {process.returncode}: "
+                               f"{stderr.decode(errors='replace')}")
+    return statistics.median(times)
+
+
 # --- the hub's memory per node -------------------------------------------------------------------
 
 
-async def hub_per_node(network: EmbeddedNetwork, nodes: int, progress: Progress) -> str:
+async def hub_per_node(network: EmbeddedNetwork, nodes: int, progress: Progress) -> float:
+    """KiB of the hub's RSS per connected node, ``nodes`` registered at a hub of their own."""
     async with progress.step(f"{nodes} nodes registered at a second hub") as step:
         url = await network.start_hub("the counting hub", *HUB_OPTIONS)
         hub = network.child("the counting hub")
@@ -184,23 +282,17 @@ async def hub_per_node(network: EmbeddedNetwork, nodes: int, progress: Progress)
                          for index, identity in enumerate(identities[first:first + CONNECT_BATCH])]
                 clients += batch
                 await asyncio.gather(*(client.start() for client in batch))
-            await until(lambda: all(c.status.state is JoinState.REGISTERED for c in clients))
+            await until(lambda: all(c.status.state is JoinState.REGISTERED for c in clients),
+                        f"{nodes} nodes to register")
             await asyncio.sleep(SETTLE_S)
             after = rss_mib(hub.pid)
         finally:
             for first in range(0, len(clients), CONNECT_BATCH):
                 await asyncio.gather(*(c.close() for c in clients[first:first + CONNECT_BATCH]))
-        step.result = f"{nodes} nodes registered at a second hub"
-    return (f"hub memory per connected node: {(after - before) * 1024 / nodes:.1f} KiB "
-            f"({nodes} nodes: {before:.1f} -> {after:.1f} MiB)")
-
-
-async def until(check: Callable[[], bool], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the nodes did not register in time")
-        await asyncio.sleep(0.05)
+        per_node = (after - before) * 1024 / nodes
+        step.result = (f"hub memory per connected node: {per_node:.1f} KiB "
+                       f"({nodes} nodes: {before:.1f} -> {after:.1f} MiB)")
+    return per_node
 
 
 # --- main ----------------------------------------------------------------------------------------
@@ -216,7 +308,9 @@ async def step(progress: Progress, what: str, run: Callable[[], Awaitable[Phase]
 
 async def bench(args: argparse.Namespace) -> None:
     progress = Progress()
-    progress.line(f"anet bench on {machine()}")
+    progress.line(f"anet bench on {machine()}, load average {os.getloadavg()[0]:.1f}")
+    figures: dict[str, float | None] = {}
+    notes: dict[str, str] = {}
     async with EmbeddedNetwork.open(prefix="anet-bench-") as network:
         async with progress.step("network") as started:
             await network.start_hub("the hub", *HUB_OPTIONS)
@@ -239,12 +333,10 @@ async def bench(args: argparse.Namespace) -> None:
             for client in (direct, through):
                 for _ in range(WARM_UP):
                     await one_task(client)
-            pids = {"alice": network.child("alice").pid, "hub": network.child("the hub").pid,
-                    "bob": network.child("bob").pid,
-                    "text agent": network.child("the text agent").pid,
+            pids = {"alice": alice.child.pid, "hub": network.child("the hub").pid,
+                    "bob": bob.child.pid, "text agent": network.child("the text agent").pid,
                     "the a2a-sdk client": os.getpid()}
             results: dict[str, tuple[Phase, Phase]] = {}
-            cpu = {name: 0.0 for name in pids}
             for name, run in (("sequential", sequential), ("concurrent", concurrent)):
                 label = "sequential" if run is sequential else "at once"
                 a = await step(progress, f"(a) direct, {tasks} {label}",
@@ -252,11 +344,25 @@ async def bench(args: argparse.Namespace) -> None:
                 before = {key: cpu_s(pid) for key, pid in pids.items()}
                 b = await step(progress, f"(b) network, {tasks} {label}",
                                lambda run=run: run(through, tasks))
-                for key, pid in pids.items():
-                    cpu[key] += cpu_s(pid) - before[key]
+                if run is sequential:
+                    cpu_ms = {key: (cpu_s(pid) - before[key]) * 1000 / tasks
+                              for key, pid in pids.items()}
                 results[name] = (a, b)
         busy = {name: rss_mib(network.child(name).pid) for name in ("alice", "bob", "the hub")}
-        per_node = await hub_per_node(network, args.nodes, progress)
+
+        async with progress.step("anet status, anet --help") as timed:
+            status_s = await cli_wall_s(alice, network, "status")
+            help_s = await cli_wall_s(alice, network, "--help")
+            timed.result = (f"anet status {status_s * 1000:.0f} ms, anet --help "
+                            f"{help_s * 1000:.0f} ms (median of {CLI_RUNS})")
+        relay = None
+        if not args.quick:
+            async with progress.step("hub relay") as relayed, \
+                    two_nodes(network.hub_url, network.work / "relay") as pair:
+                relay = await relay_rate(pair, args.envelopes, RELAY_IN_FLIGHT)
+                relayed.result = (f"hub relay: {args.envelopes} envelopes, {RELAY_IN_FLIGHT} in "
+                                  f"flight, {relay:,.0f} /s delivered and acknowledged")
+        per_node = None if args.quick else await hub_per_node(network, args.nodes, progress)
 
     progress.line()
     progress.line(f"Official a2a-sdk client, blocking SendMessage (JSON-RPC), text agent "
@@ -272,23 +378,50 @@ async def bench(args: argparse.Namespace) -> None:
                   f"text agent {idle['the text agent']:.1f} MiB")
     progress.line(f"memory (RSS) after the tasks: alice {busy['alice']:.1f} MiB, "
                   f"bob {busy['bob']:.1f} MiB, hub {busy['the hub']:.1f} MiB")
-    progress.line(per_node)
-    per_task = ", ".join(f"{name} {seconds * 1000 / (2 * tasks):.1f} ms"
-                         for name, seconds in cpu.items())
-    progress.line(f"CPU per task in (b), by process: {per_task}")
+    per_task = ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu_ms.items())
+    progress.line(f"CPU per task in (b) sequential, by process: {per_task}")
+
+    (direct_seq, network_seq), (direct_once, network_once) = \
+        results["sequential"], results["concurrent"]
+    figures |= {
+        TARGETS[0].figure: network_seq.p50_ms / direct_seq.p50_ms,
+        TARGETS[1].figure: network_seq.p99_ms / direct_seq.p99_ms,
+        TARGETS[2].figure: network_once.per_second / direct_once.per_second,
+        TARGETS[3].figure: cpu_ms["alice"] + cpu_ms["hub"] + cpu_ms["bob"],
+        TARGETS[4].figure: relay,
+        TARGETS[5].figure: max(idle["alice"], idle["bob"]),
+        TARGETS[6].figure: idle["the hub"],
+        TARGETS[7].figure: per_node,
+        TARGETS[8].figure: status_s,
+        TARGETS[9].figure: help_s,
+    }
+    if tasks != 100:
+        notes[TARGETS[2].figure] = f"{tasks} at once"
+    if per_node is not None and args.nodes != FULL_NODES:
+        notes[TARGETS[7].figure] = f"measured with {args.nodes} nodes; --nodes {FULL_NODES}"
+    if args.quick:
+        notes |= {TARGETS[4].figure: "--quick", TARGETS[7].figure: "--quick"}
+    progress.line()
+    progress.line(target_table(figures, notes))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100,
                         help="tasks per phase (sequential, and at once); default 100")
-    parser.add_argument("--nodes", type=int, default=200,
-                        help="nodes connected to measure the hub's memory per node; default 200")
+    parser.add_argument("--nodes", type=int, default=FULL_NODES,
+                        help="nodes connected to measure the hub's memory per node; "
+                             f"default {FULL_NODES}")
+    parser.add_argument("--envelopes", type=int, default=5000,
+                        help="envelopes relayed between two nodes at the hub; default 5000")
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the slow parts: the hub relay and the hub's memory per node")
     parser.add_argument("--timeout", type=float, default=600,
                         help="give up after this many seconds; default 600")
     args = parser.parse_args()
-    if not 1 <= args.tasks <= 2000 or not 1 <= args.nodes <= 5000:
-        parser.error("--tasks must be 1-2000 and --nodes 1-5000")
+    if not 1 <= args.tasks <= 2000 or not 1 <= args.nodes <= 5000 or \
+            not 1 <= args.envelopes <= 100_000:
+        parser.error("--tasks must be 1-2000, --nodes 1-5000 and --envelopes 1-100000")
 
     async def bounded() -> None:
         async with asyncio.timeout(args.timeout):
