@@ -29,9 +29,16 @@ def new_token() -> str:
 
 
 def bind_loopback(port: int) -> socket.socket:
-    """A listening TCP socket on 127.0.0.1 (``port`` 0: any free one); OSError when taken."""
+    """A listening TCP socket on 127.0.0.1 (``port`` 0: any free one); OSError when taken.
+
+    SO_REUSEADDR: a connection this port's listener closed lingers in TIME_WAIT for about a
+    minute and holds no port; without it a restart within that minute (``anet stop && anet
+    up``, a SIGKILL with a request in flight, systemd's restart after 5 s) could not bind the
+    port again. A listener of another process still makes the bind fail (Linux, BSD, macOS).
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         sock.listen(128)
     except OSError:
