@@ -59,13 +59,17 @@ def host_names_listener(host: str | None, port: int) -> bool:
 
 
 def bearer_matches(authorization: str | None, token: str) -> bool:
-    """Compare the bearer token in constant time. Surrounding white space is not forgiven."""
+    """Compare the bearer token in constant time. Surrounding white space is not forgiven.
+
+    Header bytes that are not UTF-8 (``\xff``) reach here as surrogate escapes: they are
+    compared as the bytes they were, so they never match and never raise.
+    """
     if not authorization or not token:
         return False
     scheme, _, value = authorization.partition(" ")
     if scheme.lower() != "bearer":
         return False
-    return hmac.compare_digest(value.encode(), token.encode())
+    return hmac.compare_digest(value.encode("utf-8", "surrogateescape"), token.encode())
 
 
 class TokenFile:

@@ -13,6 +13,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anet_core.errors import AnetError
+from anet_core.util.strictjson import parse_json
 
 
 class RequestBody(BaseModel):
@@ -26,8 +27,9 @@ Body = TypeVar("Body", bound=RequestBody)
 
 
 async def read_body(request: web.Request, model: type[Body]) -> Body:
+    """The body as ``model``; strict JSON only (no NaN, no lone surrogates: parse_json)."""
     try:
-        return model.model_validate(await request.json())
+        return model.model_validate(parse_json(await request.read()))
     except (ValueError, ValidationError) as error:
         raise AnetError("bad-request",
                         f"{request.path}: the request body is invalid: {error}") from None

@@ -22,7 +22,6 @@ Replay detection is the caller's job: the store keeps the ids of opened envelope
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import ENVELOPE_CONTEXT, SIGNATURE_BYTES, verify_with_key
 from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
+from anet_core.util.strictjson import parse_json
 
 ENVELOPE_VERSION = 1
 ENVELOPE_FIELDS = frozenset({"v", "id", "from", "to", "epk", "nonce", "ct"})
@@ -241,12 +241,9 @@ def _decrypt(header: EnvelopeHeader, recipient: Identity) -> bytes:
 
 
 def _parse_inner(plaintext: bytes) -> dict[str, Any]:
-    def refuse_constant(name: str) -> None:
-        raise ValueError(f"{name} is not JSON")
-
     try:
-        inner = json.loads(plaintext, parse_constant=refuse_constant)
-    except (ValueError, UnicodeDecodeError) as error:
+        inner = parse_json(plaintext)
+    except ValueError as error:
         raise EnvelopeError("malformed", f"the sealed payload is not JSON: {error}") from None
     if not isinstance(inner, dict) or inner.keys() != INNER_FIELDS:
         raise EnvelopeError("malformed", f"the sealed payload must have exactly the fields "

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from anet_core.identity import Identity, VerifiedHistory, check_aid
 from anet_core.link import HubError, HubLink, JoinState, PeerInfo
 from anet_core.protocol.tasks import (
+    MAX_ID_LENGTH,
     EffectStatus,
     Reason,
     TaskAlive,
@@ -81,6 +82,9 @@ class Requester:
         """
         self._check_remote(aid)
         parsed = _parse_message(message)
+        if skill is not None and len(skill) > MAX_ID_LENGTH:
+            raise TaskError("invalid-params", f"the skill id is {len(skill)} characters long; "
+                                              f"at most {MAX_ID_LENGTH} are accepted")
         continued = self._task_of(aid, parsed.task_id) if parsed.task_id else None
         if (continued is not None and parsed.context_id
                 and parsed.context_id != continued.context_id):
@@ -481,6 +485,14 @@ def _parse_message(message: dict[str, Any]) -> Message:
     if parsed.role is not Role.ROLE_USER:
         raise TaskError("invalid-message", f"a message sent to an agent has role ROLE_USER, "
                                            f"not {parsed.role.value}")
+    # The same bound as the task message that carries it (TaskMessage), checked before
+    # anything is stored.
+    for name, value in (("messageId", parsed.message_id), ("contextId", parsed.context_id),
+                        ("taskId", parsed.task_id)):
+        if len(value) > MAX_ID_LENGTH:
+            raise TaskError("invalid-message", f"{name} is {len(value)} characters long; at "
+                                               f"most {MAX_ID_LENGTH} are accepted",
+                            hint=f"use a shorter {name} (a UUID is 36 characters)")
     return parsed
 
 

@@ -6,6 +6,7 @@ and writes exactly the SDK's ``MessageToDict`` form with ``.wire()``. Metadata a
 stay plain JSON, so integers stay integers. Importing this package has no side effects.
 """
 
+from anet_core.util.strictjson import UnencodableText, parse_json
 from anet_core.wire._base import (
     Base64Bytes,
     JsonObject,
@@ -189,6 +190,7 @@ __all__ = [
     "TaskStatus",
     "TaskStatusUpdateEvent",
     "Timestamp",
+    "UnencodableText",
     "WireModel",
     "error_from_jsonrpc",
     "error_from_rest",
@@ -197,6 +199,7 @@ __all__ = [
     "jsonrpc_error_object",
     "jsonrpc_error_response",
     "jsonrpc_result_response",
+    "parse_json",
     "parse_params",
     "parse_request",
     "parse_timestamp",

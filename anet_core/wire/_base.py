@@ -69,9 +69,9 @@ def parse_timestamp(value: object) -> datetime:
     try:
         stamp = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
                          micro, tzinfo=zone)
-    except ValueError as exc:
+        return stamp.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:  # OverflowError: an offset past year 1 or 9999
         raise ValueError(f"{value!r} is not a valid timestamp: {exc}") from None
-    return stamp.astimezone(UTC)
 
 
 def format_timestamp(value: datetime) -> str:

@@ -11,19 +11,20 @@ Two steps, so a handler can answer envelope errors before it looks at the method
         return jsonrpc_error_response(call.id, error)
 
 The checks and their codes follow the SDK 1.3 server (observed, not guessed): unparsable JSON
--32700 with ``id: null``; a batch, a non-object, a wrong ``jsonrpc``, a bad ``id`` type, a
-missing method or non-structured params -32600; an unknown method -32601; bad params -32602.
+-32700 with ``id: null`` (NaN and Infinity too); a batch, a non-object, a wrong ``jsonrpc``, a
+bad ``id`` type, a missing method or non-structured params -32600; an unknown method -32601; bad
+params -32602 (a lone surrogate in them too: no answer could carry it back).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from anet_core.util.strictjson import UnencodableText, check_value, load_json
 from anet_core.wire._base import WireModel
 from anet_core.wire.errors import A2AError, A2AErrorKind, invalid_params, jsonrpc_error_object
 from anet_core.wire.methods import METHODS, A2AMethod
@@ -57,11 +58,6 @@ class JsonRpcRejection:
         return jsonrpc_error_response(self.id, self.error)
 
 
-def _reject_constant(name: str) -> Any:
-    # NaN and Infinity are Python extensions, not JSON; ProtoJSON peers would choke on them.
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _invalid_request(request_id: JsonRpcId, message: str) -> JsonRpcRejection:
     return JsonRpcRejection(request_id, A2AError(A2AErrorKind.INVALID_REQUEST, message))
 
@@ -73,8 +69,8 @@ def parse_request(body: bytes | str) -> JsonRpcCall | JsonRpcRejection:
     same). ``params`` may be absent or null (read as ``{}``).
     """
     try:
-        document = json.loads(body, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
+        document = load_json(body)
+    except ValueError as exc:
         return JsonRpcRejection(None, A2AError(A2AErrorKind.PARSE_ERROR,
                                                f"Invalid JSON payload: {exc}"))
     if isinstance(document, list):
@@ -87,7 +83,18 @@ def parse_request(body: bytes | str) -> JsonRpcCall | JsonRpcRejection:
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int | None):
         return _invalid_request(
             None, f"Invalid request: id must be a string, integer, or null, got {raw_id!r}")
+    try:
+        check_value(raw_id)
+    except UnencodableText as exc:
+        return _invalid_request(None, f"Invalid request: {exc}")
     request_id: JsonRpcId = raw_id
+    try:
+        check_value(document)
+    except UnencodableText as exc:
+        if exc.where.startswith("params"):
+            return JsonRpcRejection(request_id, A2AError(A2AErrorKind.INVALID_PARAMS,
+                                                         f"Invalid params: {exc}"))
+        return _invalid_request(request_id, f"Invalid request: {exc}")
 
     if document.get("jsonrpc") != JSONRPC_VERSION:
         return _invalid_request(

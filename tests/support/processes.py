@@ -57,6 +57,15 @@ async def anet_async(root: Path, *args: str, check: bool = True,
     return result
 
 
+def raw_request(address: str, request: bytes) -> bytes:
+    """Send ``request`` as bytes to ``host:port`` (what no HTTP client library would send);
+    return the first bytes of the answer."""
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=STEP_TIMEOUT_S) as sock:
+        sock.sendall(request)
+        return sock.recv(4096)
+
+
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL after 10 s: no test leaves a process behind."""
     if process.poll() is None:

@@ -17,7 +17,6 @@ cap and a deadline (a client that trickles its body is answered 408), and kept f
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from aiohttp import web
 
 from anet_a2a.replies import Binding, error_reply
 from anet_core.api import LoopbackGuard
-from anet_core.wire import A2AError, A2AErrorKind, JsonRpcId
+from anet_core.wire import A2AError, A2AErrorKind, JsonRpcId, parse_json
 
 REALM = "anet-local-a2a"
 BODY_LIMIT = 96 * 1024 * 1024
@@ -60,7 +59,7 @@ def binding_of(request: web.Request) -> Binding:
 def request_id_of(body: bytes) -> JsonRpcId:
     """The JSON-RPC id of a body, when it has a usable one (so early errors echo it)."""
     try:
-        document = json.loads(body)
+        document = parse_json(body)
     except ValueError:
         return None
     value = document.get("id") if isinstance(document, dict) else None
@@ -119,6 +118,16 @@ class RequestChecks:
                     body = await request.read()
             except web.HTTPRequestEntityTooLarge:
                 return _too_large(binding, self.body_limit)
+            except web.RequestPayloadError as failure:  # e.g. Content-Encoding: gzip, not gzip
+                reply = error_reply(binding, A2AError(
+                    A2AErrorKind.PARSE_ERROR,
+                    f"The request body cannot be read: {str(failure).splitlines()[-1].strip()}"
+                    " (send it uncompressed, or compressed as its Content-Encoding says)"))
+                # What is left of the body is not read: without the end marked here, aiohttp
+                # would read on after the answer, meet the same error and log a traceback.
+                request.content.feed_eof()
+                reply.force_close()
+                return reply
             except TimeoutError:
                 reply = error_reply(binding, A2AError(
                     A2AErrorKind.INVALID_REQUEST,

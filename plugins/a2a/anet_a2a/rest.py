@@ -8,7 +8,6 @@ The ``:cancel`` and ``:subscribe`` routes come before ``tasks/{id}``, whose id e
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,7 +26,9 @@ from anet_core.wire import (
     ListTasksRequest,
     SendMessageRequest,
     SubscribeToTaskRequest,
+    UnencodableText,
     WireModel,
+    parse_json,
     rest_error_body,
     validate_params,
 )
@@ -40,7 +41,9 @@ def _body(request: web.Request) -> dict[str, Any]:
     if not raw.strip():
         return {}  # cancel and subscribe may come without a body
     try:
-        document = json.loads(raw)
+        document = parse_json(raw)
+    except UnencodableText as error:
+        raise A2AError(A2AErrorKind.INVALID_PARAMS, f"Invalid params: {error}") from None
     except ValueError as error:
         raise A2AError(A2AErrorKind.PARSE_ERROR, f"Failed to load JSON: {error}") from None
     if not isinstance(document, dict):

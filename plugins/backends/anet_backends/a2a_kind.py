@@ -8,7 +8,6 @@ whatever interface URL the backend's card names.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,6 +40,7 @@ from anet_core.wire import (
     SendMessageResponse,
     StreamResponse,
     error_from_jsonrpc,
+    parse_json,
 )
 
 A2A_VERSION = "1.0"
@@ -166,9 +166,9 @@ class A2AChannel:
 def _result(body: bytes, request_id: str, *, event: str = "message") -> dict[str, Any]:
     """The ``result`` of a JSON-RPC response, or the backend's error as a BackendError."""
     try:
-        document = json.loads(body)
-    except ValueError:
-        raise _fail(BackendStage.WRITTEN, "the backend's answer is not JSON") from None
+        document = parse_json(body)
+    except ValueError as error:
+        raise _fail(BackendStage.WRITTEN, f"the backend's answer is not JSON: {error}") from None
     if not isinstance(document, dict) or document.get("jsonrpc") != "2.0":
         raise _fail(BackendStage.WRITTEN, "the backend's answer is not a JSON-RPC response")
     if isinstance(document.get("error"), dict) or event == "error":

@@ -1,0 +1,86 @@
+"""Strict JSON input: the one reader for what a client, a peer or a node sends.
+
+``json.loads`` takes more than JSON (RFC 8259) and more than a later reader can render:
+``NaN`` and ``Infinity`` (and ``1e400``, read as infinity), and lone UTF-16 surrogates such as
+``"\\ud800"``, which no UTF-8 writer can encode, so a stored one breaks every later answer that
+contains it. :func:`parse_json` refuses both with a ``ValueError`` that says what is wrong, before
+anything is stored; a caller that needs the document's shape first (to echo a JSON-RPC id) uses
+:func:`load_json` and then :func:`check_value`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnencodableText(ValueError):
+    """A string of the document holds a lone surrogate; ``where`` names it (``params.id``)."""
+
+    def __init__(self, where: str, codepoint: int) -> None:
+        super().__init__(f"{where or 'the document'} holds the lone surrogate U+{codepoint:04X}, "
+                         "which is not Unicode text (send UTF-8, or the \\u escapes of a whole "
+                         "surrogate pair)")
+        self.where = where
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a double")
+    return value
+
+
+def load_json(data: bytes | str) -> Any:
+    """JSON text as RFC 8259 defines it (no NaN, no Infinity); ``ValueError`` otherwise."""
+    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+
+
+def _surrogate(text: str) -> int | None:
+    if text.isascii():
+        return None
+    match = _SURROGATE.search(text)
+    return None if match is None else ord(match.group())
+
+
+def _path(link: tuple[Any, str] | None) -> str:
+    parts: list[str] = []
+    while link is not None:
+        link, part = link
+        parts.append(part)
+    return "".join(reversed(parts)).lstrip(".")
+
+
+def check_value(value: Any) -> None:
+    """Raise :class:`UnencodableText` when a string or key of ``value`` holds a lone surrogate.
+
+    Iterative, so no document is too deep for it.
+    """
+    stack: list[tuple[Any, tuple[Any, str] | None]] = [(value, None)]
+    while stack:
+        item, link = stack.pop()
+        if isinstance(item, str):
+            if (codepoint := _surrogate(item)) is not None:
+                raise UnencodableText(_path(link), codepoint)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if (codepoint := _surrogate(key)) is not None:
+                    raise UnencodableText(_path((link, f".{key!r}")), codepoint)
+                stack.append((child, (link, f".{key}")))
+        elif isinstance(item, list):
+            stack.extend((child, (link, f"[{index}]")) for index, child in enumerate(item))
+
+
+def parse_json(data: bytes | str) -> Any:
+    """The JSON value of ``data``; ``ValueError`` for anything that is not strict JSON text."""
+    value = load_json(data)
+    check_value(value)
+    return value
