@@ -90,12 +90,14 @@ from anet_core.util.procnet import (
     listening_sockets,
     normal_address,
 )
+from anet_core.util.serverlog import SERVER_LOG
 
 __all__ = [
     "AID_REGEX",
     "METADATA_PREFIX",
     "NODE_KEY",
     "PROC",
+    "SERVER_LOG",
     "WILDCARDS",
     "AidError",
     "AnetError",

@@ -19,6 +19,7 @@ from anet_core.link import HubError
 from anet_core.node import NODE_KEY, Listener, Node
 from anet_core.records import ControlRoutes
 from anet_core.util.fsutil import write_atomic
+from anet_core.util.serverlog import SERVER_LOG
 
 CONTROL_REALM = "anet-control"
 
@@ -77,7 +78,7 @@ async def control_plane(node: Node) -> AsyncIterator[None]:
     token.ensure()
     sock = bind_loopback(0)
     port = sock.getsockname()[1]
-    runner = web.AppRunner(build_app(node, port, token), access_log=None)
+    runner = web.AppRunner(build_app(node, port, token), access_log=None, logger=SERVER_LOG)
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()

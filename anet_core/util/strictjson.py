@@ -1,11 +1,13 @@
 """Strict JSON input: the one reader for what a client, a peer or a node sends.
 
 ``json.loads`` takes more than JSON (RFC 8259) and more than a later reader can render:
-``NaN`` and ``Infinity`` (and ``1e400``, read as infinity), and lone UTF-16 surrogates such as
+``NaN`` and ``Infinity`` (and ``1e400``, read as infinity); lone UTF-16 surrogates such as
 ``"\\ud800"``, which no UTF-8 writer can encode, so a stored one breaks every later answer that
-contains it. :func:`parse_json` refuses both with a ``ValueError`` that says what is wrong, before
-anything is stored; a caller that needs the document's shape first (to echo a JSON-RPC id) uses
-:func:`load_json` and then :func:`check_value`.
+contains it; and nesting so deep that the recursive code reading it later (validation,
+rendering, ``json.dumps``) runs out of stack. :func:`parse_json` refuses all of them with a
+``ValueError`` that says what is wrong, before anything is stored; a caller that needs the
+document's shape first (to echo a JSON-RPC id) uses :func:`load_json` and then
+:func:`check_value`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ import json
 import math
 import re
 from typing import Any
+
+MAX_DEPTH = 64
+"""Arrays and objects nest at most this deep; A2A's own structure takes five or six levels
+(JSON-RPC request, params, message, parts, part, metadata), the rest is for data parts."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -40,8 +46,22 @@ def _finite(text: str) -> float:
 
 
 def load_json(data: bytes | str) -> Any:
-    """JSON text as RFC 8259 defines it (no NaN, no Infinity); ``ValueError`` otherwise."""
-    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+    """JSON text as RFC 8259 defines it (no NaN, no Infinity), nested at most
+    :data:`MAX_DEPTH` levels; ``ValueError`` otherwise."""
+    too_deep = ValueError(f"the JSON nests deeper than {MAX_DEPTH} levels of arrays and objects")
+    try:
+        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+    except RecursionError:
+        raise too_deep from None
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH):
+        level = [child for item in level if isinstance(item, dict | list)
+                 for child in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return value
+    if any(isinstance(item, dict | list) for item in level):
+        raise too_deep
+    return value
 
 
 def _surrogate(text: str) -> int | None:

@@ -28,7 +28,7 @@ from anet_a2a.state import (
     replace_token_after_emergency,
 )
 from anet_a2a.surface import SURFACE
-from anet_core.api import NODE_KEY, Listener, LoopbackGuard, Node, bind_loopback
+from anet_core.api import NODE_KEY, SERVER_LOG, Listener, LoopbackGuard, Node, bind_loopback
 from anet_core.wire import AGENT_CARD_WELL_KNOWN_PATH
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ async def local_a2a(node: Node) -> AsyncIterator[None]:
     endpoint = Endpoint(node=node, port=port, token=state.token())
     runner = web.AppRunner(build_app(endpoint), access_log=None, handler_cancellation=True,
                            shutdown_timeout=SHUTDOWN_TIMEOUT_S,
-                           keepalive_timeout=HEADER_TIMEOUT_S)
+                           keepalive_timeout=HEADER_TIMEOUT_S, logger=SERVER_LOG)
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()

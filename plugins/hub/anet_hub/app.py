@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from pydantic import ValidationError
 
-from anet_core.api import AID_REGEX, AnetError, Identity
+from anet_core.api import AID_REGEX, SERVER_LOG, AnetError, Identity
 from anet_core.protocol.frames import (
     MAX_SEARCH_LIMIT,
     PROTOCOL_VERSION,
@@ -324,7 +324,8 @@ async def serve(config: HubConfig, host: str, port: int) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    runner = web.AppRunner(build_app(config), access_log=None, shutdown_timeout=5.0)
+    runner = web.AppRunner(build_app(config), access_log=None, shutdown_timeout=5.0,
+                           logger=SERVER_LOG)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

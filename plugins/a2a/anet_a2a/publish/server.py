@@ -39,7 +39,7 @@ from anet_a2a.publish.tokens import PublishTokens
 from anet_a2a.replies import json_reply
 from anet_a2a.state import MODULE, StateDir
 from anet_a2a.surface import SURFACE
-from anet_core.api import Listener, Node, NodeKey
+from anet_core.api import SERVER_LOG, Listener, Node, NodeKey
 from anet_core.wire import AGENT_CARD_WELL_KNOWN_PATH
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ async def published_surface(node: Node) -> AsyncIterator[None]:
                                   config.advertise_port, host, port)
     runner = web.AppRunner(build_app(surface), access_log=None, handler_cancellation=True,
                            shutdown_timeout=SHUTDOWN_TIMEOUT_S,
-                           keepalive_timeout=HEADER_TIMEOUT_S)
+                           keepalive_timeout=HEADER_TIMEOUT_S, logger=SERVER_LOG)
     await runner.setup()
     report = None
     try:
