@@ -81,7 +81,7 @@ from anet_core.tasks.events import TaskEvents
 from anet_core.util.backoff import Backoff, TokenBucket
 from anet_core.util.canonical import b64u, canonical_json, decode_cursor, encode_cursor, unb64u
 from anet_core.util.durations import GoDuration, parse_duration
-from anet_core.util.fsutil import write_atomic, write_private
+from anet_core.util.fsutil import private_dir, write_atomic, write_private
 from anet_core.util.procnet import (
     PROC,
     WILDCARDS,
@@ -175,6 +175,7 @@ __all__ = [
     "listening_sockets",
     "normal_address",
     "parse_duration",
+    "private_dir",
     "read_raw",
     "running_pid",
     "unb64u",

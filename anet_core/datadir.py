@@ -8,6 +8,7 @@ from anet_core.config import initial_config, write_config
 from anet_core.control.guard import TokenFile
 from anet_core.identity import Identity
 from anet_core.settings import DataPaths
+from anet_core.util.fsutil import private_dir
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,10 @@ class InitStep:
 def initialise(paths: DataPaths) -> list[InitStep]:
     """Create what is missing of a node; never replace a key, a token or a configuration."""
     steps = [InitStep(f"data directory {paths.root}", not paths.root.exists())]
-    paths.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    widened = private_dir(paths.root)
+    if widened is not None:
+        steps.append(InitStep(f"data directory {paths.root} made private (mode 700, was "
+                              f"{widened:o})", True))
     _, created = Identity.load_or_create(paths.identity)
     steps.append(InitStep(f"identity keys in {paths.identity}", created))
     token = TokenFile(paths.control_token)

@@ -25,9 +25,10 @@ async def data_dir(ctx: CheckContext) -> CheckResult:
     if not root.exists():
         return CheckResult(FAIL, f"{root} does not exist", hint="run `anet init`")
     mode = stat.S_IMODE(root.stat().st_mode)
-    if mode & 0o022:
-        return CheckResult(FAIL, f"{root} is writable by other users (mode {mode:o})",
-                           hint=f"chmod go-w {root}")
+    if mode & 0o077:
+        # Task contents (anet.db), logs and configuration are inside: nobody else's to read.
+        return CheckResult(FAIL, f"{root} is open to other users (mode {mode:o})",
+                           hint=f"chmod 700 {root} (`anet init` and `anet up` do it too)")
     return CheckResult(OK, f"{root} (mode {mode:o})")
 
 
@@ -76,7 +77,7 @@ def anet_doctor_checks() -> list[DoctorCheck]:
     return [
         DoctorCheck("config-valid", "core", "config.json parses and every block validates",
                     config_valid),
-        DoctorCheck("data-dir", "core", "the data directory exists and only you can write it",
+        DoctorCheck("data-dir", "core", "the data directory exists and only you can enter it",
                     data_dir),
         DoctorCheck("secrets-private", "core", "every file with a secret is mode 600",
                     secrets_private),

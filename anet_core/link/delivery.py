@@ -61,13 +61,15 @@ class DeliveryQueue:
 
     def add(self, envelope: dict[str, Any]) -> bool:
         envelope_id = envelope.get("id")
+        sender = envelope.get("from")
         if not isinstance(envelope_id, str):
-            log.warning("event=delivery-without-id")
+            log.warning("event=delivery-refused reason=no-id from=%r", str(sender)[:80])
             return False
         if envelope_id in self._ids:
-            log.debug("event=delivery-repeated id=%s", envelope_id)
+            # Every envelope not handed on is logged, so an operator sees each one a hub or a
+            # sender repeated, not a sample of them.
+            log.info("event=delivery-repeated id=%s from=%r", envelope_id[:80], str(sender)[:80])
             return False
-        sender = envelope.get("from")
         self._ids.add(envelope_id)
         self._fresh.append(Held(envelope, envelope_id, sender if isinstance(sender, str) else ""))
         self._changed.set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -33,6 +34,21 @@ def write_private(path: Path, data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode()
     write_atomic(path, data, mode=0o600)
+
+
+def private_dir(path: Path) -> int | None:
+    """Make ``path`` a directory only its owner can enter (mode 0700), creating it if needed.
+
+    A directory that existed with a wider mode (0755 from a ``mkdir`` before ``anet init``) is
+    tightened: what it holds (a database of task contents, logs, configuration) is nobody
+    else's to read. Returns the mode it had when it was tightened, else None.
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        os.chmod(path, 0o700)
+        return mode
+    return None
 
 
 def _fsync_dir(directory: Path) -> None:

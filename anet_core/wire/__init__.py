@@ -6,7 +6,7 @@ and writes exactly the SDK's ``MessageToDict`` form with ``.wire()``. Metadata a
 stay plain JSON, so integers stay integers. Importing this package has no side effects.
 """
 
-from anet_core.util.strictjson import UnencodableText, parse_json
+from anet_core.util.strictjson import UnencodableText, check_value, load_json, parse_json
 from anet_core.wire._base import (
     Base64Bytes,
     JsonObject,
@@ -192,6 +192,7 @@ __all__ = [
     "Timestamp",
     "UnencodableText",
     "WireModel",
+    "check_value",
     "error_from_jsonrpc",
     "error_from_rest",
     "format_timestamp",
@@ -199,6 +200,7 @@ __all__ = [
     "jsonrpc_error_object",
     "jsonrpc_error_response",
     "jsonrpc_result_response",
+    "load_json",
     "parse_json",
     "parse_params",
     "parse_request",

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from pydantic import ValidationError
 
-from anet_core.api import AID_REGEX, SERVER_LOG, AnetError, Identity
+from anet_core.api import AID_REGEX, SERVER_LOG, AnetError, Identity, private_dir
 from anet_core.protocol.frames import (
     MAX_SEARCH_LIMIT,
     PROTOCOL_VERSION,
@@ -221,6 +221,10 @@ async def storage_errors(request: web.Request, handler: Handler) -> web.StreamRe
 async def _hub_state(app: web.Application) -> AsyncIterator[None]:
     """Open the identity, the storage and the broker, run the sweeper; close all in reverse."""
     config = app[CONFIG_KEY]
+    # Who sends to whom, how much and when (hub.db) is nobody else's to read, as on a node.
+    widened = private_dir(config.data_dir)
+    if widened is not None:
+        log.warning("event=data-dir-tightened dir=%s was=%o now=700", config.data_dir, widened)
     identity, created = await asyncio.to_thread(Identity.load_or_create, config.identity_dir)
     if created:
         log.info("event=identity-created aid=%s dir=%s", identity.aid, config.identity_dir)

@@ -10,7 +10,6 @@ with an ``error`` frame and the session goes on. Nothing a node sends can end th
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
@@ -45,6 +44,7 @@ from anet_core.protocol.frames import (
     SendFrame,
     challenge_bytes,
 )
+from anet_core.wire import UnencodableText, check_value, load_json
 from anet_hub.directory import Challenge, check_answer, check_challenge
 from anet_hub.relay import Connection
 from anet_hub.storage import AgentState, StorageError
@@ -104,16 +104,25 @@ class Session:
                               nonce=challenge.nonce, ts=challenge.ts, signature=b64u(signature))
 
     async def _handle_text(self, text: str) -> None:
+        # Strict JSON first: NaN, lone surrogates and deep nesting are refused before anything
+        # can store, echo or recurse into them.
         try:
-            frame = NODE_FRAME.validate_json(text)
+            document = load_json(text)
+        except ValueError as error:
+            await self._bad_frame("(frame)", f"not JSON: {error}", rid=None)
+            return
+        try:
+            check_value(document)
+        except UnencodableText as error:
+            await self._bad_frame(error.where, str(error), rid=None if error.where == "rid"
+                                  else _rid_of(document))
+            return
+        try:
+            frame = NODE_FRAME.validate_python(document)
         except ValidationError as error:
             first = error.errors()[0]
-            where = ".".join(map(str, first["loc"])) or "(frame)"
-            log.warning("event=bad-frame aid=%s remote=%s where=%s detail=%r", self.aid,
-                        self.remote, where, first["msg"])
-            await self._send(ErrorFrame(rid=_rid_of(text), reason="bad-frame",
-                                        message=f"the frame is invalid at {where}: "
-                                                f"{first['msg']}"))
+            await self._bad_frame(".".join(map(str, first["loc"])) or "(frame)", first["msg"],
+                                  rid=_rid_of(document))
             return
         rid = getattr(frame, "rid", None)
         try:
@@ -132,6 +141,12 @@ class Session:
             log.exception("event=internal-error aid=%s frame=%s", self.aid, frame.type)
             await self._send(ErrorFrame(rid=rid, reason="hub-internal-error",
                                         message="the hub failed on this request; it is logged"))
+
+    async def _bad_frame(self, where: str, detail: str, *, rid: str | None) -> None:
+        log.warning("event=bad-frame aid=%s remote=%s where=%s detail=%r", self.aid,
+                    self.remote, where, detail)
+        await self._send(ErrorFrame(rid=rid, reason="bad-frame",
+                                    message=f"the frame is invalid at {where}: {detail}"))
 
     async def _dispatch(self, frame: NodeFrame, size: int) -> None:
         if isinstance(frame, FederateFrame):  # before RegisterFrame: it is one
@@ -289,10 +304,7 @@ class Session:
             log.info("event=disconnected aid=%s remote=%s", self.aid, self.remote)
 
 
-def _rid_of(text: str) -> str | None:
+def _rid_of(document: Any) -> str | None:
     """The request id of a frame that failed validation, when it has a usable one."""
-    try:
-        rid = json.loads(text).get("rid")
-    except (ValueError, AttributeError):
-        return None
+    rid = document.get("rid") if isinstance(document, dict) else None
     return rid if isinstance(rid, str) and 0 < len(rid) <= 64 else None
