@@ -30,12 +30,14 @@ from anet_core.identity import (
 )
 from anet_core.identity.keystore import IdentityError
 from anet_core.link import (
+    QUERY_REFUSALS,
     HubError,
     KeyState,
     PeerInfo,
     SearchQuery,
     Verification,
     directory_listing,
+    search_remote,
 )
 from anet_core.metrics import NodeMetrics
 from anet_core.node import NODE_KEY, Listener, Node, NodeKey
@@ -97,6 +99,7 @@ __all__ = [
     "METADATA_PREFIX",
     "NODE_KEY",
     "PROC",
+    "QUERY_REFUSALS",
     "SERVER_LOG",
     "WILDCARDS",
     "AidError",
@@ -178,6 +181,7 @@ __all__ = [
     "private_dir",
     "read_raw",
     "running_pid",
+    "search_remote",
     "unb64u",
     "verify_history",
     "verify_signature",

@@ -16,7 +16,15 @@ from pydantic import Field
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
 from anet_core.control.parsing import RequestBody, query_number, read_body
-from anet_core.link import HubError, SearchQuery, Verification, directory_listing
+from anet_core.errors import AnetError
+from anet_core.link import (
+    QUERY_REFUSALS,
+    HubError,
+    SearchQuery,
+    Verification,
+    directory_listing,
+    search_remote,
+)
 from anet_core.node import NODE_KEY, Node
 from anet_core.records import CliCommand, ControlRoutes, DirectorySource
 
@@ -64,8 +72,10 @@ async def agents(request: web.Request) -> web.Response:
     added = [] if search.cursor else await module_entries(
         node.plugins.collect("anet_directory_sources", node=node), search)
     try:
-        page = await node.hub.search(search)
+        page = await search_remote(node.hub, search, node.aid)
     except HubError as error:
+        if error.reason in QUERY_REFUSALS:
+            raise AnetError("invalid-params", error.message) from None
         if not added:
             raise
         return web.json_response({"agents": added, "nextCursor": None,

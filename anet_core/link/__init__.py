@@ -10,6 +10,7 @@ modules see. ``anet_core.link.client`` implements it over the hub's WebSocket pr
 from __future__ import annotations
 
 from anet_core.link.contract import (
+    QUERY_REFUSALS,
     UNKNOWN_AGENT_REASONS,
     EnvelopeReceiver,
     HubError,
@@ -22,9 +23,11 @@ from anet_core.link.contract import (
     SearchQuery,
     Verification,
     directory_listing,
+    search_remote,
 )
 
 __all__ = [
+    "QUERY_REFUSALS",
     "UNKNOWN_AGENT_REASONS",
     "EnvelopeReceiver",
     "HubError",
@@ -37,4 +40,5 @@ __all__ = [
     "SearchQuery",
     "Verification",
     "directory_listing",
+    "search_remote",
 ]

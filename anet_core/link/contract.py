@@ -8,7 +8,7 @@ hub can replace it later.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -175,4 +175,25 @@ class HubLink(Protocol):
 
     async def post_review(self, review: dict[str, Any]) -> None:
         """Publish a signed review of an agent, with the receipt that entitles it."""
+
+
+QUERY_REFUSALS = frozenset({"bad-cursor", "bad-query", "bad-frame"})
+"""Reasons a hub gives for a search it refuses because of the query itself (a cursor it did not
+make, too many words, a value over its limits): the caller's mistake, not the hub's."""
+
+
+async def search_remote(hub: HubLink, query: SearchQuery, own_aid: str) -> SearchPage:
+    """A page of remote agents: the directory without this node's own entry, still
+    ``query.limit`` entries long when the directory has that many. The own entry, left out
+    after the hub applied the limit, is made up for by asking for what is missing after the
+    hub's cursor (the own entry is in one page only, so that is one more request at most)."""
+    peers: list[PeerInfo] = []
+    cursor = query.cursor
+    for _ in range(2):
+        page = await hub.search(replace(query, cursor=cursor, limit=query.limit - len(peers)))
+        peers += [peer for peer in page.peers if peer.aid != own_aid]
+        cursor = page.next_cursor
+        if len(peers) >= query.limit or not cursor:
+            break
+    return SearchPage(peers=peers, next_cursor=cursor)
 

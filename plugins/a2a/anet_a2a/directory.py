@@ -14,7 +14,15 @@ from anet_a2a.peers.discovery import DirectAgent
 from anet_a2a.peers.service import DIRECT_PEERS, DirectPeers
 from anet_a2a.replies import json_reply, rest_error
 from anet_a2a.state import MODULE
-from anet_core.api import DirectorySource, HubError, Node, SearchQuery, directory_listing
+from anet_core.api import (
+    QUERY_REFUSALS,
+    DirectorySource,
+    HubError,
+    Node,
+    SearchQuery,
+    directory_listing,
+    search_remote,
+)
 from anet_core.wire import A2AError, A2AErrorKind
 
 MAX_LIMIT = 100
@@ -92,8 +100,10 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
     direct = [] if search.cursor else [direct_entry(endpoint, agent)
                                        for agent in matching(peers, search)]
     try:
-        page = await endpoint.node.hub.search(search)
+        page = await search_remote(endpoint.node.hub, search, endpoint.node.aid)
     except HubError as error:
+        if error.reason in QUERY_REFUSALS:
+            return rest_error(A2AError(A2AErrorKind.INVALID_PARAMS, error.message))
         if peers is None:
             return rest_error(A2AError(A2AErrorKind.INTERNAL_ERROR,
                                        f"The directory cannot be searched now: {error.message}"),
