@@ -65,6 +65,15 @@ class Endpoint:
             return direct
         if not is_aid(agent_id) or agent_id == self.node.aid:
             raise no_such_agent(agent_id)
+        # An AID neither this node's tasks nor the directory know is "no such agent" on every
+        # route alike; a directory that cannot be asked now does not make an agent unknown.
+        if self.node.tasks.list(agent_id, page_size=1)["tasks"]:
+            return agent_id  # tasks were sent to it: known here, whatever the directory says
+        try:
+            await self.node.hub.peer(agent_id)
+        except HubError as error:
+            if error.unknown_agent:
+                raise no_such_agent(agent_id) from None
         return agent_id
 
     def port_of(self, target: Target) -> TasksPort:
