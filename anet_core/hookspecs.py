@@ -15,6 +15,7 @@ from anet_core import PROJECT
 
 if TYPE_CHECKING:
     from anet_core.config import Config
+    from anet_core.identity import Identity
     from anet_core.link import PeerInfo
     from anet_core.node import Node
     from anet_core.records import (
@@ -26,12 +27,14 @@ if TYPE_CHECKING:
         DirectorySource,
         DoctorCheck,
         InboundTask,
+        KeyRotationStep,
         Lifespan,
         McpTool,
         PolicyVeto,
         SkillSource,
         TaskClaim,
     )
+    from anet_core.settings import DataPaths
     from anet_core.tasks.policy import InboundPolicy
 
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -319,4 +322,27 @@ def anet_directory_sources(node: Node) -> list[DirectorySource]:
                 return [agent for agent in agents
                         if not search.q or search.q.lower() in agent["name"].lower()]
             return [DirectorySource(module="greeter", list=listed)]
+    """
+
+
+@hookspec
+def anet_key_rotated(paths: DataPaths, identity: Identity) -> list[KeyRotationStep]:
+    """Act on a rotation of the node's keys, at once rather than at the next start.
+
+    Called by ``anet keys rotate`` right after the rotation: in the daemon when it runs (with
+    its identity, already rotated), else in the command itself. The core runs each step's
+    ``run(emergency)`` and prints the sentences it returns; a step that fails is reported and
+    the others still run. After an emergency rotation, a module replaces every secret the old
+    keys may have exposed.
+
+    Example::
+
+        @hookimpl
+        def anet_key_rotated(paths, identity):
+            def run(emergency):
+                if not emergency:
+                    return None
+                (paths.module_dir("greeter") / "session.txt").unlink(missing_ok=True)
+                return "greeter: sessions dropped after the emergency rotation"
+            return [KeyRotationStep(module="greeter", run=run)]
     """

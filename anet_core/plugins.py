@@ -6,13 +6,17 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from importlib_metadata import EntryPoint, entry_points
 
 from anet_core import PROJECT, hookspecs
 from anet_core.errors import AnetError
+
+if TYPE_CHECKING:
+    from anet_core.identity import Identity
+    from anet_core.settings import DataPaths
 
 ENTRY_POINT_GROUP = f"{PROJECT}.modules"
 
@@ -110,6 +114,22 @@ class Plugins:
                         raise _duplicate(hook_name, claim, claimed[claim].module, record.module)
                     claimed[claim] = record
         return records
+
+    def after_key_rotation(self, paths: DataPaths, identity: Identity,
+                           emergency: bool) -> list[str]:
+        """Run every module's ``anet_key_rotated`` steps; the sentences they report, a failed
+        step's included."""
+        notes = []
+        for step in self.collect("anet_key_rotated", paths=paths, identity=identity):
+            try:
+                note = step.run(emergency)
+            except Exception as error:
+                log.exception("event=key-rotation-step-failed module=%s", step.module)
+                note = (f"{step.module}: its follow-up to the rotation failed "
+                        f"({type(error).__name__}: {error}); see the log")
+            if note:
+                notes.append(note)
+        return notes
 
     def install_commands(self) -> dict[str, str]:
         """The command that installs each module this project publishes, by module name."""

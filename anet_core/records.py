@@ -409,3 +409,16 @@ class McpTool:
             raise ValueError(f"MCP tool names are snake_case (a-z, 0-9, _), got {self.name!r}")
         if "\n" in self.description.strip():
             raise ValueError(f"the description of the MCP tool {self.name} is one line")
+
+
+@dataclass(frozen=True)
+class KeyRotationStep:
+    """What a module does once the node's keys rotated (``anet_key_rotated``).
+
+    ``run`` is called with ``emergency`` (the recovery key revoked the old keys: whatever they
+    protected may be known to someone else); it returns one sentence for the output of ``anet
+    keys rotate``, or None when it had nothing to do.
+    """
+
+    module: str
+    run: Callable[[bool], str | None]

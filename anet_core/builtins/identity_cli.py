@@ -31,10 +31,11 @@ async def rotate(request: web.Request) -> web.Response:
     body = await read_body(request, RotateRequest)
     node: Node = request.config_dict[NODE_KEY]
     history = await asyncio.to_thread(node.identity.rotate, body.emergency)
+    notes = node.plugins.after_key_rotation(node.paths, node.identity, body.emergency)
     # The hub takes a new key history at registration; the card follows, signed anew.
     await node.hub.reregister()
     return web.json_response({"aid": node.aid, "keySeq": history.key_seq,
-                              "emergency": body.emergency})
+                              "emergency": body.emergency, "notes": notes})
 
 
 @hookimpl
@@ -62,13 +63,17 @@ def _run_evidence_verify(args: argparse.Namespace, ctx: CliContext) -> int:
 def _run_keys_rotate(args: argparse.Namespace, ctx: CliContext) -> int:
     if running_pid(ctx.paths) is not None:
         result = ctx.daemon.post("/tasks/keys/rotate", {"emergency": args.emergency})
-        key_seq = result["keySeq"]
+        key_seq, notes = result["keySeq"], result.get("notes", [])
         tail = "; the card was republished"
     else:
-        key_seq = Identity.load(ctx.paths.identity).rotate(emergency=args.emergency).key_seq
+        identity = Identity.load(ctx.paths.identity)
+        key_seq = identity.rotate(emergency=args.emergency).key_seq
+        notes = ctx.plugins.after_key_rotation(ctx.paths, identity, args.emergency)
         tail = "; the card is republished when the node next connects"
     kind = "emergency rotation (signed by the recovery key)" if args.emergency else "rotation"
     print(f"key {kind} done: now at key seq {key_seq}{tail}")
+    for note in notes:
+        print(note)
     return 0
 
 

@@ -40,15 +40,20 @@ def _proxy_card(wiring: hermes.Wiring, aid: str) -> dict[str, Any]:
     return card
 
 
-def _refresh_all(state: StateDir, wiring: hermes.Wiring) -> int:
+def refresh_wired(state: StateDir) -> list[str]:
+    """Rewrite every Hermes entry anet wrote with the current address and token; one line per
+    entry rewritten."""
+    wiring = _wiring(state)
     files = hermes.WiredFiles(state.root / "hermes_wired.json")
-    count = 0
-    for path in files.paths():
-        names = hermes.refresh(path, wiring)
-        count += len(names)
-        for name in names:
-            print(f"refreshed  {path}: a2a_agents.{name}")
-    return count
+    return [f"refreshed  {path}: a2a_agents.{name}" for path in files.paths()
+            for name in hermes.refresh(path, wiring)]
+
+
+def _refresh_all(state: StateDir) -> int:
+    lines = refresh_wired(state)
+    for line in lines:
+        print(line)
+    return len(lines)
 
 
 def run_wire(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -58,7 +63,7 @@ def run_wire(args: argparse.Namespace, ctx: CliContext) -> int:
         if args.target or args.aids:
             raise AnetError("wire-usage", "--refresh rewrites every entry anet wrote; "
                                           "give it no target and no --a2a")
-        if not _refresh_all(state, wiring):
+        if not _refresh_all(state):
             print("no entries written by anet were found; nothing to refresh")
         return 0
     if args.target != "hermes" or not args.aids:
@@ -89,7 +94,7 @@ def run_rotate(args: argparse.Namespace, ctx: CliContext) -> int:
     state.token().replace()
     print(f"replaced   {state.token_file}; the old token is refused from the next request on")
     if state.address_file.exists():
-        _refresh_all(state, _wiring(state))
+        _refresh_all(state)
     print("Clients configured by hand need the new token.")
     return 0
 

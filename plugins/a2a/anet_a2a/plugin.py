@@ -9,14 +9,17 @@ from anet_a2a.peers.service import direct_peers
 from anet_a2a.publish import control as publish_control
 from anet_a2a.publish.server import published_surface
 from anet_a2a.server import local_a2a
-from anet_a2a.state import MODULE
+from anet_a2a.state import MODULE, StateDir, replace_token_after_emergency
 from anet_core.api import (
     CliCommand,
     Config,
     ConfigBlock,
     ControlRoutes,
+    DataPaths,
     DirectorySource,
     DoctorCheck,
+    Identity,
+    KeyRotationStep,
     Lifespan,
     Node,
     hookimpl,
@@ -82,3 +85,18 @@ def anet_cli_commands() -> list[CliCommand]:
                                f"at http://<a2a_addr>{cli.AGENTS_PATH}/<aid> with the local "
                                "token.", module="a2a"),
     ]
+
+
+@hookimpl
+def anet_key_rotated(paths: DataPaths, identity: Identity) -> list[KeyRotationStep]:
+    def run(emergency: bool) -> str | None:
+        state = StateDir.of(paths)
+        # The mark compares with the key history, so a token is replaced once per emergency.
+        if not emergency or not replace_token_after_emergency(state, identity):
+            return None
+        refreshed = len(cli.refresh_wired(state)) if state.address_file.exists() else 0
+        return (f"a2a: replaced {state.token_file} (the old token is refused from now on); "
+                f"{refreshed} Hermes entr{'y' if refreshed == 1 else 'ies'} rewritten, other "
+                "clients need the new token")
+
+    return [KeyRotationStep(module=MODULE, run=run)]
