@@ -83,7 +83,7 @@ from anet_core.tasks import (
 from anet_core.tasks.events import TaskEvents
 from anet_core.util.backoff import Backoff, TokenBucket
 from anet_core.util.canonical import b64u, canonical_json, decode_cursor, encode_cursor, unb64u
-from anet_core.util.durations import GoDuration, parse_duration
+from anet_core.util.durations import GoDuration, format_duration, parse_duration
 from anet_core.util.fsutil import private_dir, write_atomic, write_private
 from anet_core.util.procnet import (
     PROC,
@@ -174,6 +174,7 @@ __all__ = [
     "directory_listing",
     "encode_cursor",
     "encode_page_token",
+    "format_duration",
     "holders",
     "hookimpl",
     "is_aid",

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from anet_core.errors import AnetError
 from anet_core.records import ConfigBlock
@@ -45,6 +45,14 @@ class NodeSection(BaseModel):
     no_response_after: GoDuration = Field(
         default=timedelta(minutes=15),
         description="A task sent to a remote agent that hears nothing for this long fails")
+
+    @field_validator("no_response_after")
+    @classmethod
+    def _waits_at_all(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("node.no_response_after is 0: every task sent would fail at once; "
+                             "give how long to wait for an answer, e.g. \"15m\" (the default)")
+        return value
 
 
 class HubSection(BaseModel):

@@ -9,6 +9,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, PlainSerializer
 
+MAX_DURATION_S = 100 * 365 * 24 * 3600.0
+"""Longer is a typo (and past what ``timedelta`` and a float timer hold without overflow)."""
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TERM = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
@@ -29,6 +31,9 @@ def parse_duration(text: str) -> timedelta:
         raise ValueError(
             f"{text!r} is not a Go duration: write a number and a unit (ns, us, ms, s, m, h), "
             "for example \"90s\", \"2m\" or \"1h30m\"")
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{text[:40]!r} is longer than {MAX_DURATION_S / 3600:g}h, which no "
+                         "setting of anet needs (Go itself caps durations near 292 years)")
     return timedelta(seconds=seconds)
 
 

@@ -90,7 +90,8 @@ async def test_without_the_kind_the_doctor_fails_the_backend(tmp_path: Path) -> 
     data.mkdir()
     (data / "config.json").write_text(json.dumps(COMMAND_BACKEND))
     ctx = CheckContext(settings=Settings(data_dir=data), plugins=make_plugins())
-    checks = [check for check in all_checks(ctx.plugins, ctx.config) if check.module == "backends"]
+    checks = [check for check in all_checks(ctx.plugins, ctx.config)
+              if check.module == "backends" and check.name != "backends-retry"]
     (outcome,) = await run_checks(checks, ctx)
     assert outcome.result.status is CheckStatus.FAIL
     assert outcome.result.summary == "no installed backend kind takes 'command:///bin/cat'"
@@ -108,7 +109,8 @@ async def test_doctor_has_one_check_per_backend(tmp_path: Path, sock_dir: Path,
         {"match": "gone", "url": f"unix://{sock_dir}/absent.sock"}]}}}))
     ctx = CheckContext(settings=Settings(data_dir=data), plugins=make_plugins())
     checks = [check for check in all_checks(ctx.plugins, ctx.config) if check.module == "backends"]
-    assert [check.name for check in checks] == ["backend-any", "backend-gone", "backend-loose"]
+    assert [check.name for check in checks] == ["backend-any", "backend-gone", "backend-loose",
+                                                 "backends-retry"]
     async with sdk_backend(path, streaming=True, token=TOKEN):
         results = {outcome.check.name: outcome.result for outcome in await run_checks(checks, ctx)}
     assert results["backend-any"].status is CheckStatus.OK

@@ -7,6 +7,7 @@ import re
 from functools import partial
 
 from anet_backends.config import Backend, BackendsConfig
+from anet_backends.retry import retry_warning
 from anet_backends.service import MODULE, installed_kinds
 from anet_core.api import (
     AnetError,
@@ -15,6 +16,7 @@ from anet_core.api import (
     CheckResult,
     CheckStatus,
     DoctorCheck,
+    format_duration,
 )
 
 PROBE_TIMEOUT_S = 8.0
@@ -41,8 +43,9 @@ def backend_checks(config: BackendsConfig | None) -> list[DoctorCheck]:
     if config is None or not config.backends:
         return [DoctorCheck("backends", MODULE, "the backends configured, if any",
                             no_backend, timeout=CHECK_TIMEOUT_S)]
-    names: set[str] = set()
-    checks = []
+    names: set[str] = {"backends-retry"}
+    checks = [DoctorCheck("backends-retry", MODULE, "retry.give_up_after stays below the "
+                          "requesters' no_response_after", retry_bounds, timeout=CHECK_TIMEOUT_S)]
     for index, backend in enumerate(config.backends):
         name = check_name(backend.match, names)
         names.add(name)
@@ -60,6 +63,17 @@ def check_name(match: str, taken: set[str]) -> str:
     while name in taken:
         name, suffix = f"backend-{slug or 'skill'}-{suffix}", suffix + 1
     return name
+
+
+async def retry_bounds(ctx: CheckContext) -> CheckResult:
+    retry = ctx.config.module(MODULE, BackendsConfig).retry
+    warning = retry_warning(retry)
+    if warning is not None:
+        return CheckResult(CheckStatus.WARN, warning,
+                           hint="set modules.backends.retry.give_up_after to 10m (the default)")
+    return CheckResult(CheckStatus.OK, f"forwards give up after "
+                       f"{format_duration(retry.give_up_after)}, waiting at most "
+                       f"{format_duration(retry.max_interval)} between attempts")
 
 
 async def no_backend(ctx: CheckContext) -> CheckResult:

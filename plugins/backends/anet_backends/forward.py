@@ -138,6 +138,13 @@ class Forwarder:
                 first = False
         except Ended:
             return
+        except Exception as error:
+            # Whatever ends the forward, the requester and the evidence chain learn of it.
+            log.exception("event=backend-forward-failed backend=%s task=%s", self.target.match,
+                          task.task_id)
+            with suppress(Ended):
+                await self._failed(task, responder, mapped, message,
+                                   f"{type(error).__name__}: {error}", None)
 
     async def _announce(self, responder: Responder) -> None:
         await asyncio.sleep(WORKING_NOTICE_AFTER_S)
@@ -280,9 +287,10 @@ class Forwarder:
             "backendTaskId": backend_task, "contextId": mapped.context_id})
 
     async def _failed(self, task: InboundTask, responder: Responder, mapped: BackendTask,
-                      message: WireObject, reason: str, attempts: int) -> NoReturn:
-        log.warning("event=backend-failed backend=%s task=%s attempts=%d reason=%r",
-                    self.target.match, task.task_id, attempts, reason)
+                      message: WireObject, reason: str, attempts: int | None) -> NoReturn:
+        log.warning("event=backend-failed backend=%s task=%s attempts=%s reason=%r",
+                    self.target.match, task.task_id, "?" if attempts is None else attempts,
+                    reason)
         await self.record(FAILED, {
             "backend": self.target.match, "kind": self.kind.name, "taskId": task.task_id,
             "peer": task.peer_aid, "messageId": message.get("messageId"),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import BackendsConfig
 from anet_backends.doctor import backend_checks
+from anet_backends.retry import retry_warning
 from anet_backends.service import (
     MODULE,
     OPEN_POLICY_HINT,
@@ -31,6 +33,8 @@ from anet_core.api import (
     TaskClaim,
     hookimpl,
 )
+
+log = logging.getLogger(__name__)
 
 SERVICE = NodeKey("backends", Backends)
 """The started module on the running node."""
@@ -56,6 +60,8 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
             yield
             return
         check_policy(config, node.tasks.policy)
+        if (warning := retry_warning(config.retry)) is not None:
+            log.warning("event=backends-retry-too-long detail=%r", warning)
         service = Backends(config, installed_kinds(node.plugins),
                            Backends.counting(Backends.evidence_recorder(node.evidence.append),
                                              node.metrics),

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from anet_backends.config import Retry
-from anet_core.api import Backoff
+from anet_core.api import Backoff, format_duration
 
 FIRST_RETRY_AFTER_S = 5.0
 """The wait before the second attempt; each later wait doubles, up to ``max_interval``."""
+REQUESTERS_NO_RESPONSE_AFTER = timedelta(minutes=15)
+"""The requesters' ``node.no_response_after`` unless they changed it."""
 
 
 @dataclass(frozen=True)
@@ -30,3 +33,15 @@ class RetryPlan:
         if elapsed_s + wait > self.give_up_after_s:
             return None
         return wait
+
+
+def retry_warning(retry: Retry) -> str | None:
+    """Why ``retry.give_up_after`` may outlast the requesters' patience, or None: a requester
+    fails a task that heard nothing for its ``no_response_after`` (15 minutes unless its
+    operator changed it), so a forward still retried after that answers nobody."""
+    if retry.give_up_after <= REQUESTERS_NO_RESPONSE_AFTER:
+        return None
+    return (f"retry.give_up_after {format_duration(retry.give_up_after)} is longer than "
+            f"requesters wait for an answer (their no_response_after, "
+            f"{format_duration(REQUESTERS_NO_RESPONSE_AFTER)} by default): their tasks fail "
+            "before the forward gives up; keep it below")
