@@ -138,7 +138,7 @@ def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBloc
         parsed = ConfigFile.model_validate(raw)
     except ValidationError as error:
         raise _invalid(path, error, prefix=()) from None
-    modules = _gather_borrowed_keys(path, dict(parsed.modules), models)
+    modules, borrowed = _gather_borrowed_keys(path, dict(parsed.modules), models)
     for name in sorted(set(modules) - set(models)):
         if name in failed:
             raise AnetError("config-module-broken",
@@ -156,13 +156,19 @@ def validate_config(path: Path, raw: dict[str, Any], blocks: Iterable[ConfigBloc
         try:
             validated[name] = block.model.model_validate(modules.get(name, {}))
         except ValidationError as error:
-            raise _invalid(path, error, prefix=("modules", name)) from None
+            # An error in a key written inside another module's block names that block.
+            loc = error.errors()[0]["loc"]
+            written_in = borrowed.get((name, str(loc[0]) if loc else ""), name)
+            raise _invalid(path, error, prefix=("modules", written_in)) from None
     return Config(path=path, node=parsed.node, hub=parsed.hub, blocks=validated)
 
 
 def _gather_borrowed_keys(path: Path, modules: dict[str, dict[str, Any]],
-                          models: dict[str, ConfigBlock]) -> dict[str, dict[str, Any]]:
-    """Move keys a module accepts inside another module's block into its own block."""
+                          models: dict[str, ConfigBlock]
+                          ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], str]]:
+    """Move keys a module accepts inside another module's block into its own block; also
+    return where each moved key was written ((owner, key) → the host block)."""
+    borrowed: dict[tuple[str, str], str] = {}
     for owner, block in models.items():
         keys = {info.alias or name for name, info in block.model.model_fields.items()}
         for host in block.also_read_from:
@@ -177,9 +183,10 @@ def _gather_borrowed_keys(path: Path, modules: dict[str, dict[str, Any]],
                         hint=f"keep one of them, preferably modules.{owner}.{key}")
                 modules.setdefault(owner, {})[key] = hosted[key]
                 modules[host] = {k: v for k, v in modules[host].items() if k != key}
+                borrowed[(owner, key)] = host
             if not modules[host]:
                 del modules[host]
-    return modules
+    return modules, borrowed
 
 
 def _invalid(path: Path, error: ValidationError, prefix: tuple[str, ...]) -> AnetError:

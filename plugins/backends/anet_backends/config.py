@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 from anet_core.api import BackendTarget, GoDuration
 
@@ -20,9 +27,10 @@ class Backend(BaseModel):
     token_file: str | None = Field(default=None,
                                    description="bearer token presented to the backend")
     expected_user: str | int | None = Field(default=None, description="account of the listener")
-    accept_untrusted: bool = False
-    toolless: bool = False
-    allow_tcp: bool = False
+    # Strict: "yes" or "false" (a string) is refused, naming the key, never read as true.
+    accept_untrusted: StrictBool = False
+    toolless: StrictBool = False
+    allow_tcp: StrictBool = False
     socket_group: str | None = None
     peer_check: Literal["full", "path-only"] = "full"
 
