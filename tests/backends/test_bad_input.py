@@ -1,5 +1,5 @@
-"""Backends that misbehave: the requester gets a clear failure or the retry policy applies,
-and no message is sent twice."""
+"""Backends that misbehave: the requester gets a neutral failure (the detail is in the evidence
+and the log) or the retry policy applies, and no message is sent twice."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ async def test_a_backend_that_hangs_fails_the_task(sock_dir: Path) -> None:
         harness = make_harness(f"unix://{sock_dir}/a.sock", idle_timeout_s=0.5,
                                give_up_after="5s")
         recorder = await harness.serve(inbound("hello"))
-    assert recorder.kinds()[-1] == "fail" and "sent nothing" in recorder.events[-1][1]
+    assert recorder.kinds()[-1] == "fail"
+    assert recorder.events[-1][1] == "the agent's backend did not answer in time"
     assert len(backend.posts) == 1
     assert harness.evidence_kinds() == ["backends.failed"]
+    assert "sent nothing" in harness.evidence[0][1]["reason"]
 
 
 async def test_a_backend_that_closes_mid_response_is_not_asked_again(sock_dir: Path) -> None:
@@ -40,9 +42,9 @@ async def test_a_backend_that_closes_mid_response_is_not_asked_again(sock_dir: P
         return response
 
     async with fake_backend(sock_dir / "a.sock", cut) as backend:
-        recorder = await make_harness(f"unix://{sock_dir}/a.sock", give_up_after="5s").serve(
-            inbound("hello"))
-    assert recorder.kinds() == ["fail"] and "broke off" in recorder.events[0][1]
+        harness = make_harness(f"unix://{sock_dir}/a.sock", give_up_after="5s")
+        recorder = await harness.serve(inbound("hello"))
+    assert recorder.kinds() == ["fail"] and "broke off" in harness.evidence[0][1]["reason"]
     assert len(backend.posts) == 1
 
 
@@ -61,9 +63,10 @@ async def test_invalid_a2a_fails_clearly(sock_dir: Path, body: Any, says: str) -
         return web.json_response({**body, "id": sent["id"] if body["id"] == "ID" else body["id"]})
 
     async with fake_backend(sock_dir / "a.sock", invalid) as backend:
-        recorder = await make_harness(f"unix://{sock_dir}/a.sock", give_up_after="5s").serve(
-            inbound("hello"))
-    assert recorder.kinds() == ["fail"] and says in recorder.events[0][1]
+        harness = make_harness(f"unix://{sock_dir}/a.sock", give_up_after="5s")
+        recorder = await harness.serve(inbound("hello"))
+    assert recorder.kinds() == ["fail"] and says in harness.evidence[0][1]["reason"]
+    assert recorder.events[0][1] == "the agent's backend failed on this task"
     assert len(backend.posts) == 1
 
 
@@ -77,8 +80,9 @@ async def test_a_50_mib_answer_is_refused(sock_dir: Path) -> None:
         return response
 
     async with fake_backend(sock_dir / "a.sock", huge) as backend:
-        recorder = await make_harness(f"unix://{sock_dir}/a.sock").serve(inbound("hello"))
-    assert recorder.kinds() == ["fail"] and "larger than" in recorder.events[0][1]
+        harness = make_harness(f"unix://{sock_dir}/a.sock")
+        recorder = await harness.serve(inbound("hello"))
+    assert recorder.kinds() == ["fail"] and "larger than" in harness.evidence[0][1]["reason"]
     assert len(backend.posts) == 1
 
 

@@ -123,7 +123,8 @@ async def test_after_the_write_a_500_is_not_retried(sock_dir: Path) -> None:
         harness = make_harness(f"unix://{path}", give_up_after="5s")
         recorder = await harness.serve(inbound("hello"))
     assert len(backend.posts) == 1
-    assert recorder.kinds() == ["fail"] and "HTTP 500" in recorder.events[0][1]
+    assert recorder.kinds() == ["fail"] and "HTTP 500" in harness.evidence[0][1]["reason"]
+    assert "500" not in recorder.events[0][1]  # the requester learns no detail of this machine
 
 
 async def test_after_the_write_a_503_is_retried(sock_dir: Path) -> None:
@@ -177,4 +178,4 @@ async def test_the_daemon_keeps_serving_while_a_backend_hangs(sock_dir: Path) ->
         stuck_recorder = await hanging
     # held past the (shrunk) minute: announced as working, then failed for its silence
     assert stuck_recorder.kinds() == ["working", "fail"]
-    assert "sent nothing for 1.5 s" in stuck_recorder.events[-1][1]
+    assert "sent nothing for 1.5 s" in stuck.evidence[-1][1]["reason"]

@@ -41,6 +41,19 @@ ASKS_FOR_INPUT = "The agent needs more input."
 
 WireObject = dict[str, Any]
 """A2A wire JSON, passed on as the backend or the requester wrote it."""
+
+# What the requester is told when a forward fails (anet.reason provider_failed): a neutral
+# sentence per kind of failure. The detail (socket paths, HTTP statuses, errors) describes
+# this machine: it goes to the log and to the backends.failed record only.
+TOLD_BY_STAGE = {
+    BackendStage.UNREACHABLE: "the agent's backend could not be reached",
+    BackendStage.BUSY: "the agent's backend stayed busy",
+    BackendStage.WRITTEN: "the agent's backend failed on this task",
+}
+TOLD_SILENT = "the agent's backend did not answer in time"
+TOLD_CRASHED = "the agent failed on this task"
+TOLD_NO_ANSWER = "the agent's backend ended its turn without an answer"
+
 Record = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Appends an evidence record (kind, data) to the node's chain."""
 
@@ -144,7 +157,7 @@ class Forwarder:
                           task.task_id)
             with suppress(Ended):
                 await self._failed(task, responder, mapped, message,
-                                   f"{type(error).__name__}: {error}", None)
+                                   f"{type(error).__name__}: {error}", None, TOLD_CRASHED)
 
     async def _announce(self, responder: Responder) -> None:
         await asyncio.sleep(WORKING_NOTICE_AFTER_S)
@@ -174,19 +187,20 @@ class Forwarder:
                 retryable = error.stage in {BackendStage.UNREACHABLE, BackendStage.BUSY}
                 wait = self.retry.delay(attempts, loop.time() - started) if retryable else None
                 if wait is None:
-                    await self._failed(task, responder, mapped, message, error.reason, attempts)
+                    await self._failed(task, responder, mapped, message, error.reason, attempts,
+                                       TOLD_BY_STAGE.get(error.stage, TOLD_CRASHED))
                 log.info("event=backend-retry backend=%s task=%s attempt=%d reason=%r retryIn=%gs",
                          self.target.match, task.task_id, attempts, error.reason, wait)
                 await asyncio.sleep(wait)
             except TimeoutError:
                 await self._failed(task, responder, mapped, message,
                                    f"the backend sent nothing for {self.idle_timeout_s:g} s",
-                                   attempts)
+                                   attempts, TOLD_SILENT)
             except Exception as error:
                 log.exception("event=backend-crashed backend=%s task=%s", self.target.match,
                               task.task_id)
                 await self._failed(task, responder, mapped, message,
-                                   f"{type(error).__name__}: {error}", attempts)
+                                   f"{type(error).__name__}: {error}", attempts, TOLD_CRASHED)
         return await self._end_of_turn(task, responder, mapped, message, turn)
 
     def _outgoing(self, task: InboundTask, mapped: BackendTask, message: WireObject) -> WireObject:
@@ -274,7 +288,8 @@ class Forwarder:
         else:
             await self._failed(task, responder, mapped, message,
                                f"the backend ended the turn in state "
-                               f"{state.name if state else 'none'} without an answer", 1)
+                               f"{state.name if state else 'none'} without an answer", 1,
+                               TOLD_NO_ANSWER)
         raise Ended
 
     async def _forwarded(self, task: InboundTask, mapped: BackendTask, outgoing: WireObject,
@@ -287,7 +302,8 @@ class Forwarder:
             "backendTaskId": backend_task, "contextId": mapped.context_id})
 
     async def _failed(self, task: InboundTask, responder: Responder, mapped: BackendTask,
-                      message: WireObject, reason: str, attempts: int | None) -> NoReturn:
+                      message: WireObject, reason: str, attempts: int | None,
+                      told: str) -> NoReturn:
         log.warning("event=backend-failed backend=%s task=%s attempts=%s reason=%r",
                     self.target.match, task.task_id, "?" if attempts is None else attempts,
                     reason)
@@ -295,7 +311,7 @@ class Forwarder:
             "backend": self.target.match, "kind": self.kind.name, "taskId": task.task_id,
             "peer": task.peer_aid, "messageId": message.get("messageId"),
             "backendTaskId": mapped.task_id, "attempts": attempts, "reason": reason})
-        await responder.fail(f"backend {self.target.match}: {reason}")
+        await responder.fail(told)
         raise Ended
 
     async def _cancel(self, task: InboundTask, mapped: BackendTask) -> None:
