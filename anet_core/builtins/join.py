@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from aiohttp import web
+from pydantic import Field
 
 from anet_core import hookimpl
 from anet_core.cli.context import CliContext
@@ -61,7 +62,8 @@ async def hub_status(request: web.Request) -> web.Response:
 
 
 class JoinRequest(RequestBody):
-    url: str
+    # An empty URL would leave the hub while config.json still names it: joining needs one.
+    url: str = Field(min_length=1, pattern=r"\S")
 
 
 @routes.post("/join")

@@ -23,3 +23,36 @@ async def test_bad_cursor_is_invalid_argument(local: Local, http, monkeypatch) -
     monkeypatch.setattr(local.node.hub, "search", unreachable)
     async with http.get(local.base + "/a2a/v1/agents", headers=local.headers()) as response:
         assert response.status == 503
+
+
+async def test_lists_are_kept_and_a_busy_hub_gets_the_last_page(local: Local, http,
+                                                                monkeypatch) -> None:
+    from anet_a2a import directory
+
+    asked = []
+    search = local.node.hub.search
+
+    async def counted(query):
+        asked.append(query)
+        return await search(query)
+
+    monkeypatch.setattr(local.node.hub, "search", counted)
+    url = local.base + "/a2a/v1/agents"
+    for _ in range(3):
+        async with http.get(url, headers=local.headers()) as response:
+            assert response.status == 200
+            first = await response.json()
+    assert len(asked) == 1 and "anet.stale" not in first  # asked again at once: kept
+    monkeypatch.setattr(directory, "PAGE_FRESH_S", 0.0)
+
+    async def busy(query):
+        raise HubError("rate-limited", "more than 50 requests/s")
+
+    monkeypatch.setattr(local.node.hub, "search", busy)
+    async with http.get(url, headers=local.headers()) as response:
+        assert response.status == 200
+        kept = await response.json()
+    assert kept["agents"] == first["agents"] and kept["anet.stale"] is True
+    monkeypatch.setattr(directory, "PAGE_KEPT_S", 0.0)
+    async with http.get(url, headers=local.headers()) as response:
+        assert response.status == 503  # too old to stand in for the directory

@@ -4,6 +4,7 @@ routes."""
 
 from __future__ import annotations
 
+import time
 from email.utils import formatdate
 from typing import Any
 
@@ -27,6 +28,10 @@ from anet_core.wire import A2AError, A2AErrorKind
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 50
+PAGE_FRESH_S = 5.0
+"""The same list asked again within this long is answered from the last page, not the hub."""
+PAGE_KEPT_S = 300.0
+"""While the hub is busy or unreachable, a page this old is still answered (``anet.stale``)."""
 
 
 def _limit(text: str | None) -> int:
@@ -99,16 +104,26 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
     # Direct peers come first, on the first page only: they are few and need no hub.
     direct = [] if search.cursor else [direct_entry(endpoint, agent)
                                        for agent in matching(peers, search)]
-    try:
-        page = await search_remote(endpoint.node.hub, search, endpoint.node.aid)
-    except HubError as error:
-        if error.reason in QUERY_REFUSALS:
-            return rest_error(A2AError(A2AErrorKind.INVALID_PARAMS, error.message))
-        if peers is None:
-            return rest_error(A2AError(A2AErrorKind.INTERNAL_ERROR,
-                                       f"The directory cannot be searched now: {error.message}"),
-                              status=503)
-        return json_reply({"agents": direct, "hubError": error.message})
+    now = time.monotonic()
+    kept = endpoint.pages.get(search)
+    stale = False
+    if kept is not None and now - kept.at < PAGE_FRESH_S:
+        page = kept.page  # a client asking again at once costs the hub nothing
+    else:
+        try:
+            page = await search_remote(endpoint.node.hub, search, endpoint.node.aid)
+        except HubError as error:
+            if error.reason in QUERY_REFUSALS:
+                return rest_error(A2AError(A2AErrorKind.INVALID_PARAMS, error.message))
+            if kept is None or now - kept.at > PAGE_KEPT_S:
+                if peers is None:
+                    return rest_error(A2AError(
+                        A2AErrorKind.INTERNAL_ERROR,
+                        f"The directory cannot be searched now: {error.message}"), status=503)
+                return json_reply({"agents": direct, "hubError": error.message})
+            page, stale = kept.page, True  # the hub is busy or away: the last answer
+        else:
+            endpoint.pages.put(search, page, now)
     # The anet listing, with the URLs an A2A client resolves the agent's card from.
     agents = [{"aid": item["aid"], "url": endpoint.urls(item["aid"]).base,
                "cardUrl": endpoint.urls(item["aid"]).card} | item
@@ -116,6 +131,8 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
     body: dict[str, Any] = {"agents": direct + agents}
     if page.next_cursor:
         body["nextCursor"] = page.next_cursor
+    if stale:
+        body["anet.stale"] = True
     return json_reply(body)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -15,7 +16,17 @@ from anet_a2a.peers.discovery import DirectAgent, is_direct_id
 from anet_a2a.peers.service import DIRECT_PEERS
 from anet_a2a.replies import no_such_agent
 from anet_a2a.tasks_port import AgentTasks, TasksPort
-from anet_core.api import HubError, KeyState, Node, PeerInfo, TokenFile, Verification, is_aid
+from anet_core.api import (
+    HubError,
+    KeyState,
+    Node,
+    PeerInfo,
+    SearchPage,
+    SearchQuery,
+    TokenFile,
+    Verification,
+    is_aid,
+)
 from anet_core.wire import AgentCard
 
 EXTENSIONS_HEADER = "A2A-Extensions"
@@ -36,6 +47,31 @@ class CardVersion:
     last_modified: float
 
 
+@dataclass(frozen=True)
+class KeptPage:
+    page: SearchPage
+    at: float
+    """``time.monotonic()`` when the hub gave it."""
+
+
+@dataclass
+class PageCache:
+    """The last directory page of each list query, at most ``size`` queries (least recently
+    stored first out), so repeated lists cost the hub nothing and a busy hub is no outage."""
+
+    size: int = 256
+    _pages: OrderedDict[SearchQuery, KeptPage] = field(default_factory=OrderedDict)
+
+    def get(self, query: SearchQuery) -> KeptPage | None:
+        return self._pages.get(query)
+
+    def put(self, query: SearchQuery, page: SearchPage, at: float) -> None:
+        self._pages.pop(query, None)
+        self._pages[query] = KeptPage(page, at)
+        while len(self._pages) > self.size:
+            self._pages.popitem(last=False)
+
+
 @dataclass
 class Endpoint:
     """One per listener (the local endpoint's :class:`~anet_a2a.surface.Surface`).
@@ -49,6 +85,7 @@ class Endpoint:
     rejected_status: int = 200
     push_refusal: str = ("Push notifications are not supported: the local endpoint cannot "
                          "reach a client that is not connected")
+    pages: PageCache = field(default_factory=PageCache)
 
     def urls(self, agent_id: str) -> AgentUrls:
         return AgentUrls.of(self.port, agent_id)
