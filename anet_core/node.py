@@ -106,9 +106,12 @@ class Node:
             node = cls(settings=settings, config=config, plugins=plugins, identity=identity,
                        store=store, evidence=evidence, hub=hub, tasks=tasks, metrics=metrics)
             hooks.bind(node)  # before anything starts: starting calls the hooks
+            # A start the modules refuse (the policy against their configuration) ends before
+            # the node registers at its hub: it leaves no trace there.
+            tasks.refuse_vetoed_policy()
             if client is not None:
                 await stack.enter_async_context(open_hub_link(client))
-            tasks.start(receive=False)
+            tasks.start(receive=False, policy_checked=True)
             stack.push_async_callback(tasks.stop)
             yield node
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -90,6 +91,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+SIGPIPE_STATUS = 128 + 13
+"""What a shell reports for a command a closed pipe stopped (``anet inbox | head``)."""
+
+
+def _reader_gone() -> int:
+    """The output's reader stopped early: end quietly. Python flushes stdout once more at
+    exit; pointed at /dev/null that flush cannot fail and print a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_STATUS
 
 
 if __name__ == "__main__":

@@ -21,7 +21,12 @@ from anet_core.tasks.inbound import InboundEnvelopes
 from anet_core.tasks.local import LocalTasks
 from anet_core.tasks.origin import LocalOrigin
 from anet_core.tasks.outbox import Outbox
-from anet_core.tasks.policy import InboundPolicy, policy_in, policy_refused, vetoes
+from anet_core.tasks.policy import (
+    InboundPolicy,
+    policy_in,
+    policy_refused,
+    vetoes,
+)
 from anet_core.tasks.provider import Provider
 from anet_core.tasks.requester import Requester
 from anet_core.wire import TaskState
@@ -163,15 +168,22 @@ class TaskLayer:
 
     # --- loops --------------------------------------------------------------------------------
 
-    def start(self, *, receive: bool = True) -> None:
-        """Recover what a stop interrupted, start the loops, and (unless ``receive`` is False:
-        see :meth:`receive`) take envelopes from the hub. Refuses to start when a module vetoes
-        the inbound policy in force (its configuration changed while the node was down)."""
+    def refuse_vetoed_policy(self) -> None:
+        """Raise when a module vetoes the inbound policy in force (its configuration changed
+        while the node was down)."""
         refusals = vetoes(self._hooks.policy_vetoes, self.policy)
         if refusals:
             raise policy_refused(self.policy, refusals, hint=(
                 "change what is named in config.json, or start without it, run `anet policy "
                 "set trusted` and put it back"))
+
+    def start(self, *, receive: bool = True, policy_checked: bool = False) -> None:
+        """Recover what a stop interrupted, start the loops, and (unless ``receive`` is False:
+        see :meth:`receive`) take envelopes from the hub. Refuses to start when a module vetoes
+        the inbound policy in force (its configuration changed while the node was down), unless
+        the caller asked already (``policy_checked``: the node does, before its hub link)."""
+        if not policy_checked:
+            self.refuse_vetoed_policy()
         self.provider.move_orphans_to_inbox()
         for loop in (self.outbox.run, self._watch_silence, self._forget_old_envelope_ids,
                      self.provider.keep_alive):
