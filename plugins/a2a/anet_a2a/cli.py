@@ -12,7 +12,7 @@ from typing import Any
 from anet_a2a import hermes
 from anet_a2a.card import AGENTS_PATH
 from anet_a2a.state import StateDir
-from anet_core.api import AnetError, CliContext, check_aid
+from anet_core.api import AnetError, CliContext, Identity, check_aid
 
 CARD_FETCH_TIMEOUT_S = 10.0
 __all__ = ["AGENTS_PATH", "configure_wire", "run_rotate", "run_wire"]
@@ -72,11 +72,19 @@ def run_wire(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.name and len(args.aids) > 1:
         raise AnetError("wire-usage", "--name names one entry; give one --a2a with it")
     path = hermes.config_path(args.profile)
+    own = Identity.load(ctx.paths.identity).aid if ctx.paths.identity.exists() else None
     for aid in args.aids:
         check_aid(aid, hint="`anet agents` lists the remote agents")
+        if aid == own:
+            raise AnetError("wire-aid-own", f"{aid} is this node itself, not a remote agent",
+                            hint="`anet agents` lists the remote agents")
         try:
             capabilities = hermes.capabilities_of(_proxy_card(wiring, aid))
         except (urllib.error.URLError, OSError, ValueError) as error:
+            if isinstance(error, urllib.error.HTTPError) and error.code == 404:
+                raise AnetError("wire-aid-unknown",
+                                f"no agent {aid} is known to this node or its hub",
+                                hint="`anet agents` lists the remote agents") from None
             capabilities = []
             print(f"warning: the card of {aid} could not be read ({error}); the entry has no "
                   "capabilities", file=sys.stderr)

@@ -31,17 +31,39 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _OURS = re.compile(rf"\Ahttp://127\.0\.0\.1:\d+{re.escape(AGENTS_PATH)}/([a-z2-7]{{32}})\Z")
 
 
+PROFILE_NAME = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,63}\Z")
+"""Hermes's own rule for profile names (hermes_cli/profiles.py)."""
+DEFAULT_PROFILE = "default"
+
+
+def default_home(env: dict[str, str]) -> Path:
+    """Hermes's default home, where named profiles are anchored: ``$HERMES_HOME`` when it is
+    set outside ``~/.hermes`` (a home of its own), else ``~/.hermes`` (also when
+    ``$HERMES_HOME`` is a profile's directory inside it)."""
+    native = Path(env.get("HOME", str(Path.home()))) / ".hermes"
+    if env.get("HERMES_HOME"):
+        chosen = Path(env["HERMES_HOME"]).expanduser()
+        if chosen != native and native not in chosen.parents:
+            return chosen
+    return native
+
+
 def config_path(profile: str | None, env: dict[str, str] | None = None) -> Path:
-    """Hermes's config: a named profile's, else $HERMES_HOME's, else ~/.hermes's."""
+    """Hermes's config, as Hermes finds it: a named profile's (``default`` is the default
+    home itself), else the active home's (``$HERMES_HOME``, else ``~/.hermes``)."""
     env = dict(os.environ if env is None else env)
-    home = Path(env.get("HOME", str(Path.home())))
-    if profile:
-        if _UNSAFE.search(profile) or profile in {".", ".."}:
-            raise AnetError("hermes-profile-invalid",
-                            f"{profile!r} is not a profile name (letters, digits, _ . -)")
-        return home / ".hermes" / "profiles" / profile / "config.yaml"
-    return Path(env["HERMES_HOME"]) / "config.yaml" if env.get("HERMES_HOME") else \
-        home / ".hermes" / "config.yaml"
+    if profile is None:
+        home = Path(env["HERMES_HOME"]).expanduser() if env.get("HERMES_HOME") else \
+            default_home(env)
+        return home / "config.yaml"
+    if profile == DEFAULT_PROFILE:
+        return default_home(env) / "config.yaml"
+    if not PROFILE_NAME.match(profile):
+        raise AnetError("hermes-profile-invalid",
+                        f"{profile[:80]!r} is not a Hermes profile name",
+                        hint="Hermes names profiles with lower-case letters, digits, _ and -, "
+                             "starting with a letter or digit, at most 64 characters")
+    return default_home(env) / "profiles" / profile / "config.yaml"
 
 
 @dataclass(frozen=True)
