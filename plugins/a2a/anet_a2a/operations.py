@@ -45,10 +45,26 @@ def _is_preview(artifact: dict[str, Any]) -> bool:
     return PREVIEW_EXTENSION in artifact.get("extensions", ())
 
 
+WAITING_NOTE = ("Waiting for the remote agent's operator: a person answers this task, no agent "
+                "does by itself.")
+
+
+def with_waiting_note(body: dict[str, Any]) -> dict[str, Any]:
+    """A task or status update that waits for the remote operator, given a status message a
+    person can read when it has none: a client that shows only text (Hermes) would show nothing
+    for a bare submitted state. Rendered for the client, never stored."""
+    if "message" in body["status"] or not waits_for_operator(body):
+        return body
+    task_id = body.get("id") or body.get("taskId") or ""
+    note = {"messageId": f"anet-waiting-{task_id}", "contextId": body.get("contextId", ""),
+            "taskId": task_id, "role": "ROLE_AGENT", "parts": [{"text": WAITING_NOTE}]}
+    return {**body, "status": {**body["status"], "message": note}}
+
+
 def render_task(task: dict[str, Any], *, history_length: int | None,
                 include_artifacts: bool = True) -> Task:
     """A stored task as a client sees it: never a preview, history trimmed to the newest N."""
-    shown = dict(task)
+    shown = with_waiting_note(dict(task))
     artifacts = [artifact for artifact in task.get("artifacts", []) if not _is_preview(artifact)]
     shown["artifacts"] = artifacts if include_artifacts else []
     if history_length is not None:
@@ -163,6 +179,8 @@ class EventStream:
             task = render_task(event["task"], history_length=self.history_length,
                                include_artifacts=True)
             return StreamResponse.from_wire(without_file_bytes({"task": task.wire()}))
+        if "statusUpdate" in event:
+            event = {"statusUpdate": with_waiting_note(event["statusUpdate"])}
         return StreamResponse.from_wire(without_file_bytes(event))
 
     def _ends(self, event: dict[str, Any]) -> bool:
