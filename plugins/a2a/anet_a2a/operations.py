@@ -9,7 +9,7 @@ artifacts only on streams whose client activated the preview extension.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,7 +193,7 @@ class EventStream:
         return self.send and (state.is_interrupted or (body is not None
                                                        and waits_for_operator(body)))
 
-    async def events(self) -> AsyncIterator[StreamResponse]:
+    async def events(self) -> AsyncGenerator[StreamResponse, None]:
         source = aiter(self.subscription)
         pending: asyncio.Future[dict[str, Any]] | None = None
 

@@ -23,6 +23,11 @@ from anet_core.wire import A2AError, A2AErrorKind, StreamResponse
 log = logging.getLogger(__name__)
 
 HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+KEEPALIVE_S = 15.0
+"""A stream that has had no event for this long gets an SSE comment: clients with an idle read
+timeout (Hermes gives up after 30 s of silence and sends the request again) see it is alive."""
+KEEPALIVE = b": keep-alive\n\n"
+_END = object()
 
 
 async def stream(request: web.Request, events: EventStream,
@@ -32,9 +37,21 @@ async def stream(request: web.Request, events: EventStream,
     response = web.StreamResponse(headers=HEADERS)
     response.content_type = "text/event-stream"
     response.charset = "utf-8"
+    source = events.events()
+    pending: asyncio.Future[Any] | None = None
     try:
         await response.prepare(request)
-        async for event in events.events():
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(source, _END))
+            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_S)
+            if not done:
+                await response.write(KEEPALIVE)
+                continue
+            finished, pending = pending, None
+            event = finished.result()
+            if event is _END:
+                break
             await response.write(f"data: {dumps(frame(event))}\n\n".encode())
     except (ConnectionResetError, asyncio.CancelledError):
         # The client went away: EventStream.events detached the subscription on its way out.
@@ -46,6 +63,12 @@ async def stream(request: web.Request, events: EventStream,
         log.exception("event=stream-failed path=%s", request.path)
         await _write_error(response, error_frame(A2AError(A2AErrorKind.INTERNAL_ERROR,
                                                           f"Internal error: {error}")))
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await pending
+        await source.aclose()
     with suppress(ConnectionResetError):
         await response.write_eof()
     return response
