@@ -239,6 +239,47 @@ def verify(path: Path, history: VerifiedHistory, *,
     return EvidenceReport(records=count, last=last, issues=tuple(issues))
 
 
+@dataclass(frozen=True)
+class ReadRecord:
+    """A record as ``anet evidence list`` shows it: ``problem`` is "" when it verifies."""
+
+    record: dict[str, Any]
+    problem: str
+
+    @property
+    def task_id(self) -> str | None:
+        value = self.record["data"].get("taskId")
+        return value if isinstance(value, str) else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.record | {"verified": not self.problem, "problem": self.problem}
+
+
+def read_records(path: Path, history: VerifiedHistory, *, kind: str | None = None,
+                 task: str | None = None) -> list[ReadRecord]:
+    """The well-formed records of the chain at ``path``, in file order, each checked against
+    ``history``; ``kind`` keeps one kind (``task.*`` a family), ``task`` one task's records.
+    Read-only; :func:`verify` is what judges the chain as a whole (order, gaps, head)."""
+    found = []
+    for _, line in _lines(Path(path), []):
+        record, problem = _check_record(line, history)
+        if record is None:
+            continue
+        read = ReadRecord(record, problem)
+        if kind is not None and not _kind_matches(record["kind"], kind):
+            continue
+        if task is not None and read.task_id != task:
+            continue
+        found.append(read)
+    return found
+
+
+def _kind_matches(kind: str, wanted: str) -> bool:
+    if wanted.endswith(".*"):
+        return kind.startswith(wanted[:-1])
+    return kind == wanted
+
+
 def _check_record(line: bytes, history: VerifiedHistory) -> tuple[dict[str, Any] | None, str]:
     """(record, "") when valid, (record, problem) when well-formed but unverified,
     (None, problem) when malformed."""
