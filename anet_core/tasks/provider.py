@@ -172,8 +172,11 @@ class Provider:
 
     def _start_serving(self, stored: StoredTask, claim: TaskClaim, inbound: InboundTask,
                        effects: Effects) -> None:
+        # No WORKING yet: the module says when it works (the backends module after a minute
+        # without an answer), and a module that gives the task up at once (a backend refused
+        # by its checks) must not move the requester's task from WORKING back to SUBMITTED.
         stored.served_by = claim.module
-        self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
+        self._store.save_task(stored)
         responder = TaskResponder(self, inbound)
         self._responders[stored.id] = responder
         effects.background.append(lambda: self._serve(claim, inbound, responder))
@@ -238,8 +241,11 @@ class Provider:
     def _to_inbox(self, stored: StoredTask, effects: Effects) -> None:
         stored.served_by = None
         self._store.to_inbox(stored.id)
-        self._emit(stored, TaskState.TASK_STATE_SUBMITTED, effects,
-                   reason=Reason.QUEUED_FOR_OPERATOR)
+        # A task's state never goes backwards: one a module worked on and gave up stays WORKING
+        # (anet.reason says it waits for the operator now).
+        state = TaskState.TASK_STATE_WORKING if state_of(stored.task) is \
+            TaskState.TASK_STATE_WORKING else TaskState.TASK_STATE_SUBMITTED
+        self._emit(stored, state, effects, reason=Reason.QUEUED_FOR_OPERATOR)
 
     async def _serve(self, claim: TaskClaim, inbound: InboundTask,
                      responder: TaskResponder) -> None:

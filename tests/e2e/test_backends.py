@@ -207,9 +207,9 @@ async def test_an_input_required_turn_continues_the_same_backend_task(net: Netwo
 
 async def test_a_cancel_reaches_the_backend_task(net: Network) -> None:
     task = await net.send(net.a, "slow job")
-    # state_seq 2: B reported the backend's own "working", so it knows the backend task
-    await eventually(lambda: net.a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] >= 2,
-                     "the backend works on the task")
+    # B reported the backend's own "working", so it knows the backend task
+    await eventually(lambda: net.a.tasks.get(None, task["id"])["status"]["state"]
+                     == "TASK_STATE_WORKING", "the backend works on the task")
     backend_task = net.streaming.messages[-1]["taskId"]
     assert net.streaming.messages[-1]["text"] == "slow job"
     await net.a.tasks.cancel(net.b.aid, task["id"])

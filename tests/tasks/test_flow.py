@@ -407,7 +407,7 @@ async def test_module_serves_through_the_responder(tmp_path: Path, hub: FakeHub)
         assert b.tasks.inbox() == []
 
         slow = await a.tasks.send(b.aid, user_message("ponder", "m-3"), skill="slow")
-        await eventually(lambda: a.tasks.get(None, slow["id"])["metadata"]["anet.state_seq"] >= 2)
+        await eventually(lambda: state(a, slow["id"]) == "TASK_STATE_WORKING")
         await a.tasks.cancel(b.aid, slow["id"])
         await asyncio.wait_for(module.cancelled.wait(), 5)
         await eventually(lambda: b.tasks.received(slow["id"])["status"]["state"]
