@@ -36,6 +36,7 @@ class Reason(StrEnum):
     UNKNOWN_AGENT = "unknown_agent"
     HUB_REFUSED = "hub_refused"
     NOT_FEDERATED = "not_federated"
+    HUB_STORAGE_FULL = "hub_storage_full"
     CANCELED_BY_REQUESTER = "canceled_by_requester"
 
 

@@ -66,7 +66,8 @@ class TaskLayer:
                                  metrics=metrics, run_effects=run_effects)
         self.outbox = Outbox(store=store, hub=hub, identity=identity,
                              on_refused=self.requester.on_refused,
-                             on_accepted=self.requester.on_accepted, metrics=metrics,
+                             on_accepted=self.requester.on_accepted,
+                             on_deferred=self.requester.on_deferred, metrics=metrics,
                              run_effects=run_effects)
         self.inbound = InboundEnvelopes(store=store, hub=hub, identity=identity,
                                         requester=self.requester, provider=self.provider,

@@ -34,6 +34,10 @@ IDLE_CHECK_S = 1.0
 """Also wake this often: the hub may have come back without anyone queuing anything."""
 
 RefusalHandler = Callable[[OutboxEntry, HubError], Effects]
+DeferralHandler = Callable[[OutboxEntry, HubError], Effects]
+"""Told when the hub refused an entry for now for a reason the sender should see (its storage
+is full): the entry is sent again later, and the task says why it waits."""
+TOLD_DEFERRALS = frozenset({"hub-storage-full"})
 AcceptanceHandler = Callable[[OutboxEntry], Effects]
 """Runs in the commit that deletes the accepted entry, which is not flushed to disk (see
 ``Outbox._finish``): it may only write what accepting the same envelope again redoes."""
@@ -41,7 +45,8 @@ AcceptanceHandler = Callable[[OutboxEntry], Effects]
 
 class Outbox:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity,
-                 on_refused: RefusalHandler, on_accepted: AcceptanceHandler, metrics: NodeMetrics,
+                 on_refused: RefusalHandler, on_accepted: AcceptanceHandler,
+                 on_deferred: DeferralHandler, metrics: NodeMetrics,
                  run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
         self._metrics = metrics
@@ -49,6 +54,7 @@ class Outbox:
         self._identity = identity
         self._on_refused = on_refused
         self._on_accepted = on_accepted
+        self._on_deferred = on_deferred
         self._run_effects = run_effects
         self._wake = asyncio.Event()
 
@@ -104,6 +110,13 @@ class Outbox:
             delay = RETRY.delay(entry.attempts)
             log.info("event=send-deferred task=%s reason=%s retryIn=%.1fs", entry.task_id,
                      error.reason, delay)
+            if error.reason in TOLD_DEFERRALS:
+                deferral = error
+                with self._store.transaction():
+                    self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)
+                    effects = self._on_deferred(entry, deferral)
+                await self._run_effects(effects)
+                return False
             self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)
             return False
         except ValueError as error:  # seal: oversize body or unusable key, no retry helps

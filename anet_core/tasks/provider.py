@@ -79,6 +79,10 @@ REJECTION_NOTES = {
 }
 
 
+RESTARTED_NOTE = ("The agent restarted while it worked on this task; the task waits for its "
+                  "operator now.")
+
+
 class Provider:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, hooks: TaskHooks,
                  metrics: NodeMetrics, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
@@ -238,14 +242,16 @@ class Provider:
             log.exception("event=take-task-failed task=%s then=inbox", inbound.task_id)
             return None
 
-    def _to_inbox(self, stored: StoredTask, effects: Effects) -> None:
+    def _to_inbox(self, stored: StoredTask, effects: Effects, note: str | None = None) -> None:
         stored.served_by = None
         self._store.to_inbox(stored.id)
         # A task's state never goes backwards: one a module worked on and gave up stays WORKING
         # (anet.reason says it waits for the operator now).
         state = TaskState.TASK_STATE_WORKING if state_of(stored.task) is \
             TaskState.TASK_STATE_WORKING else TaskState.TASK_STATE_SUBMITTED
-        self._emit(stored, state, effects, reason=Reason.QUEUED_FOR_OPERATOR)
+        message = None if note is None else text_message(
+            note, role="ROLE_AGENT", context_id=stored.context_id, task_id=stored.id)
+        self._emit(stored, state, effects, message=message, reason=Reason.QUEUED_FOR_OPERATOR)
 
     async def _serve(self, claim: TaskClaim, inbound: InboundTask,
                      responder: TaskResponder) -> None:
@@ -352,7 +358,9 @@ class Provider:
     def move_orphans_to_inbox(self) -> int:
         """At start: tasks a module was serving when the node stopped go to the operator,
         except those waiting for the requester's input: its answer is offered to the modules
-        again when it comes (see :meth:`_continue`)."""
+        again when it comes (see :meth:`_continue`). Each requester is told (the update is
+        queued in the outbox, which sends it once the node runs): its task waits for a person
+        now, and a blocking send waiting for it ends."""
         moved = 0
         for stored in self._store.tasks_in_states(TaskRole.PROVIDER, _OPEN_STATES):
             if state_of(stored.task).is_interrupted:
@@ -361,9 +369,7 @@ class Provider:
                 log.info("event=orphan-to-inbox task=%s servedBy=%s", stored.id,
                          stored.served_by)
                 with self._store.transaction():
-                    stored.served_by = None
-                    self._store.to_inbox(stored.id)
-                    self._store.save_task(stored)
+                    self._to_inbox(stored, Effects(), note=RESTARTED_NOTE)
                 moved += 1
         return moved
 

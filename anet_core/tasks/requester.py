@@ -341,13 +341,37 @@ class Requester:
 
     def on_accepted(self, entry: OutboxEntry) -> Effects:
         """The hub stored a message of this task: the provider can act on it from now on."""
+        effects = Effects()
         stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
-        if stored is not None \
-                and stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS) == EffectStatus.NONE \
-                and not state_of(stored.task).is_terminal:
+        if stored is None or state_of(stored.task).is_terminal:
+            return effects
+        if stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS) == EffectStatus.NONE:
             set_meta(stored.task, effect=EffectStatus.POSSIBLE)
             self._store.save_task(stored)
-        return Effects()
+        if stored.task["metadata"].get(TaskMetadata.REASON) == Reason.HUB_STORAGE_FULL:
+            set_status(stored.task, state_of(stored.task))  # the hub had room after all
+            set_meta(stored.task, reason=None)
+            self._store.save_task(stored)
+            effects.publish(stored.task, [status_event(stored.task)])
+        return effects
+
+    def on_deferred(self, entry: OutboxEntry, error: HubError) -> Effects:
+        """The hub has no room for a message of this task now (``hub-storage-full``): it waits
+        here and is sent again; the task says so (anet.reason hub_storage_full) instead of
+        waiting in silence."""
+        effects = Effects()
+        stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
+        if stored is None or state_of(stored.task).is_terminal or \
+                stored.task["metadata"].get(TaskMetadata.REASON) == Reason.HUB_STORAGE_FULL:
+            return effects
+        note = text_message(f"The hub refused the message for now: {error.message}. It waits "
+                            "here and is sent again when the hub has room.", role="ROLE_AGENT",
+                            context_id=stored.context_id, task_id=stored.id)
+        set_status(stored.task, state_of(stored.task), message=note)
+        set_meta(stored.task, reason=Reason.HUB_STORAGE_FULL)
+        self._store.save_task(stored)
+        effects.publish(stored.task, [status_event(stored.task)])
+        return effects
 
     def _finish_here(self, stored: StoredTask, state: TaskState, reason: Reason,
                      effect: EffectStatus, note: str | None, effects: Effects) -> None:
