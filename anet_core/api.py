@@ -71,7 +71,7 @@ from anet_core.records import (
     TaskClaim,
 )
 from anet_core.settings import DataPaths
-from anet_core.store import decode_page_token, encode_page_token
+from anet_core.store import page_newest_first
 from anet_core.tasks import (
     InboundPolicy,
     LocalOrigin,
@@ -172,16 +172,15 @@ __all__ = [
     "command_of",
     "configure_logging",
     "decode_cursor",
-    "decode_page_token",
     "directory_listing",
     "encode_cursor",
-    "encode_page_token",
     "format_duration",
     "holders",
     "hookimpl",
     "is_aid",
     "listening_sockets",
     "normal_address",
+    "page_newest_first",
     "parse_duration",
     "private_dir",
     "read_raw",

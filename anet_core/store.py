@@ -269,28 +269,12 @@ class Store:
                    updated_since: float | None = None, page_size: int = 50,
                    page_token: str = "") -> TaskPage:
         """Tasks newest first (by status time, then id), as A2A ListTasks pages them."""
-        where, args = ["role = ?"], [role.value]
-        for column, value in (("peer_aid", peer_aid), ("context_id", context_id),
-                              ("state", state)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if updated_since is not None:
-            where.append("updated_at >= ?")
-            args.append(updated_since)
-        total = self._db.execute(f"SELECT count(*) FROM tasks WHERE {' AND '.join(where)}",
-                                 args).fetchone()[0]
-        if page_token:
-            after_time, after_id = decode_page_token(page_token)
-            where.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
-            args.extend([after_time, after_time, after_id])
-        rows = self._db.execute(
-            f"SELECT * FROM tasks WHERE {' AND '.join(where)}"
-            " ORDER BY updated_at DESC, id DESC LIMIT ?", [*args, page_size + 1]).fetchall()
-        tasks = [StoredTask.from_row(row) for row in rows[:page_size]]
-        more = len(rows) > page_size
-        token = encode_page_token(tasks[-1].updated_at, tasks[-1].id) if more and tasks else ""
-        return TaskPage(tasks=tasks, next_page_token=token, total_size=total)
+        rows, token, total = page_newest_first(
+            self._db, {"role": role.value, "peer_aid": peer_aid, "context_id": context_id,
+                       "state": state}, updated_since=updated_since, page_size=page_size,
+            page_token=page_token)
+        return TaskPage(tasks=[StoredTask.from_row(row) for row in rows], next_page_token=token,
+                        total_size=total)
 
     # --- idempotency keys ----------------------------------------------------------------------
 
@@ -447,6 +431,32 @@ class Store:
     def in_inbox(self, task_id: str) -> bool:
         return self._db.execute("SELECT 1 FROM inbox WHERE task_id = ?",
                                 (task_id,)).fetchone() is not None
+
+
+def page_newest_first(db: sqlite3.Connection, equal: dict[str, Any], *,
+                      updated_since: float | None, page_size: int,
+                      page_token: str) -> tuple[list[sqlite3.Row], str, int]:
+    """One page of a ``tasks`` table (columns ``id``, ``updated_at``: the node's, or a
+    module's own) newest first, as A2A ListTasks pages tasks: the rows whose columns equal the
+    non-None values of ``equal``, the next page's token ("" on the last page) and how many rows
+    match in all. ``ValueError`` for a page token this node did not issue."""
+    where = [f"{column} = ?" for column, value in equal.items() if value is not None]
+    args: list[Any] = [value for value in equal.values() if value is not None]
+    if updated_since is not None:
+        where.append("updated_at >= ?")
+        args.append(updated_since)
+    condition = " AND ".join(where) or "1"
+    total = db.execute(f"SELECT count(*) FROM tasks WHERE {condition}", args).fetchone()[0]
+    if page_token:
+        after_time, after_id = decode_page_token(page_token)
+        condition += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
+        args += [after_time, after_time, after_id]
+    rows = db.execute(f"SELECT * FROM tasks WHERE {condition} ORDER BY updated_at DESC, id DESC"
+                      " LIMIT ?", [*args, page_size + 1]).fetchall()
+    page = rows[:page_size]
+    more = len(rows) > page_size and page
+    token = encode_page_token(page[-1]["updated_at"], page[-1]["id"]) if more else ""
+    return page, token, total
 
 
 def encode_page_token(updated_at: float, task_id: str) -> str:

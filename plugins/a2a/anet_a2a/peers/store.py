@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anet_core.api import decode_page_token, encode_page_token
+from anet_core.api import page_newest_first
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -152,24 +152,8 @@ class PeerTaskStore:
     def page(self, agent: str, *, context_id: str | None, state: str | None,
              since: float | None, page_size: int, page_token: str) -> PeerTaskPage:
         """Newest first, as A2A ListTasks pages them; ValueError for a foreign page token."""
-        where, args = ["agent = ?"], [agent]
-        for column, value in (("context_id", context_id), ("state", state)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if since is not None:
-            where.append("updated_at >= ?")
-            args.append(since)
-        total = self._db.execute(f"SELECT count(*) FROM tasks WHERE {' AND '.join(where)}",
-                                 args).fetchone()[0]
-        if page_token:
-            after_time, after_id = decode_page_token(page_token)
-            where.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
-            args += [after_time, after_time, after_id]
-        rows = self._db.execute(f"SELECT * FROM tasks WHERE {' AND '.join(where)}"
-                                " ORDER BY updated_at DESC, id DESC LIMIT ?",
-                                [*args, page_size + 1]).fetchall()
-        tasks = [PeerTask.from_row(row) for row in rows[:page_size]]
-        token = encode_page_token(tasks[-1].updated_at, tasks[-1].id) \
-            if len(rows) > page_size and tasks else ""
-        return PeerTaskPage(tasks=tasks, next_page_token=token, total_size=total)
+        rows, token, total = page_newest_first(
+            self._db, {"agent": agent, "context_id": context_id, "state": state},
+            updated_since=since, page_size=page_size, page_token=page_token)
+        return PeerTaskPage(tasks=[PeerTask.from_row(row) for row in rows],
+                            next_page_token=token, total_size=total)
