@@ -37,7 +37,9 @@ MAX_REVIEW_TEXT = 2000
 _Word = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 
-class _Document(BaseModel):
+class SignedContent(BaseModel):
+    """The content of a signed document once its signature is known good."""
+
     # Documents are signed by their authors: fields this version does not know are kept (they
     # are covered by the signature) rather than refused, so authors may add fields.
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -53,7 +55,7 @@ class CardSkill(BaseModel):
         default_factory=list, max_length=32)
 
 
-class NetworkCard(_Document):
+class NetworkCard(SignedContent):
     """What an agent says about itself, signed with its current key (``keySeq`` names it)."""
 
     type: Literal["anet.card"]
@@ -65,7 +67,7 @@ class NetworkCard(_Document):
     publishedAt: int = Field(ge=0)
 
 
-class Receipt(_Document):
+class Receipt(SignedContent):
     """A provider's signed statement that a task it served reached a final state (the fields a
     review depends on; ``contextId``, ``stateSeq`` and ``issuedAt`` are kept as signed)."""
 
@@ -77,7 +79,7 @@ class Receipt(_Document):
     resultHash: Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
-class Review(_Document):
+class Review(SignedContent):
     type: Literal["anet.review"]
     subject: Aid
     rating: int = Field(ge=1, le=5)
@@ -86,7 +88,7 @@ class Review(_Document):
     createdAt: int = Field(ge=0)
 
 
-class OfficialList(_Document):
+class OfficialList(SignedContent):
     type: Literal["anet.official-list"]
     hub: Aid
     version: int = Field(ge=1)
@@ -98,8 +100,10 @@ class DirectoryDocError(ReasonError, ValueError):
     """A document the directory refuses. ``reason`` is kebab-case; the message says why."""
 
 
-def _checked(model: type[BaseModel], doc: object, history: VerifiedHistory, *, what: str,
-             current_key: bool) -> Any:
+def checked_content(model: type[BaseModel], doc: object, history: VerifiedHistory, *, what: str,
+                    current_key: bool) -> Any:
+    """``doc``'s content as ``model`` when ``history`` signed it (``what`` prefixes the reason of
+    a refusal: ``card-bad-signature``, ``card-invalid``)."""
     try:
         content = verify_document(doc, history, require_current_key=current_key)
     except DocumentError as error:
@@ -116,11 +120,12 @@ def _checked(model: type[BaseModel], doc: object, history: VerifiedHistory, *, w
 
 def verify_card(card: object, history: VerifiedHistory) -> NetworkCard:
     """The card's content when it is signed by ``history``'s current key and well-formed."""
-    return _checked(NetworkCard, card, history, what="card", current_key=True)
+    return checked_content(NetworkCard, card, history, what="card", current_key=True)
 
 
 def verify_official_list(doc: object, hub_history: VerifiedHistory) -> OfficialList:
-    listed = _checked(OfficialList, doc, hub_history, what="official-list", current_key=False)
+    listed = checked_content(OfficialList, doc, hub_history, what="official-list",
+                             current_key=False)
     if listed.hub != hub_history.aid:
         raise DirectoryDocError("official-list-wrong-hub",
                                 f"the official list names hub {listed.hub}, not {hub_history.aid}")
@@ -130,13 +135,13 @@ def verify_official_list(doc: object, hub_history: VerifiedHistory) -> OfficialL
 def verify_review(review: object, *, reviewer: VerifiedHistory,
                   subject: VerifiedHistory) -> tuple[Review, Receipt]:
     """Check a review and the receipt that entitles it (see docs/protocol.md, "Reviews")."""
-    checked = _checked(Review, review, reviewer, what="review", current_key=False)
+    checked = checked_content(Review, review, reviewer, what="review", current_key=False)
     if checked.subject != subject.aid:
         raise DirectoryDocError("review-wrong-subject",
                                 f"the review is about {checked.subject}, not {subject.aid}")
     if reviewer.aid == subject.aid:
         raise DirectoryDocError("review-self", "an agent cannot review itself")
-    receipt = _checked(Receipt, checked.receipt, subject, what="receipt", current_key=False)
+    receipt = checked_content(Receipt, checked.receipt, subject, what="receipt", current_key=False)
     if receipt.provider != subject.aid or receipt.requester != reviewer.aid:
         raise DirectoryDocError(
             "receipt-wrong-parties",
