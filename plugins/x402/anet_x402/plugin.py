@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from anet_core.api import (
     CheckContext,
     CheckResult,
@@ -12,14 +10,9 @@ from anet_core.api import (
     DoctorCheck,
     hookimpl,
 )
+from anet_x402.config import X402Config
 
 MODULE = "x402"
-
-
-class X402Config(BaseModel):
-    """``modules.x402``: this version has no keys (docs/configuration.md)."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 async def signer_state(ctx: CheckContext) -> CheckResult:
