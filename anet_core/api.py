@@ -5,45 +5,19 @@ A module (``plugins/*`` in this repository, or a third-party distribution with a
 and from ``anet_core.protocol`` (what node and hub exchange, docs/protocol.md). A test in
 ``tests/core/test_architecture.py`` fails when a module in ``plugins/`` imports anything else
 of the core. docs/plugins.md explains each name.
+
+Most names load on first use (``_LAZY`` says where each comes from), so that a module's hooks
+can import this surface without loading the node: ``anet --help`` imports no daemon code
+(docs/performance.md, "Start-up and idle memory").
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from anet_core import hookimpl
-from anet_core.cli.context import CliContext
-from anet_core.config import Config, read_raw, write_config
-from anet_core.control.client import AsyncControlClient
-from anet_core.control.guard import LoopbackGuard, TokenFile, bind_loopback
-from anet_core.daemon import configure_logging, running_pid
-from anet_core.doctor import CheckContext
 from anet_core.errors import AnetError, ReasonError
-from anet_core.identity import (
-    AID_REGEX,
-    AidError,
-    HistoryError,
-    Identity,
-    VerifiedHistory,
-    check_aid,
-    is_aid,
-    verify_history,
-    verify_signature,
-)
-from anet_core.identity.keystore import IdentityError
-from anet_core.link import (
-    QUERY_REFUSALS,
-    HubError,
-    KeyState,
-    PeerInfo,
-    SearchPage,
-    SearchQuery,
-    Verification,
-    directory_listing,
-    search_remote,
-)
-from anet_core.metrics import NodeMetrics
-from anet_core.node import NODE_KEY, Listener, Node, NodeKey
-from anet_core.plugins import Plugins
-from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
 from anet_core.records import (
     ArtifactLike,
     BackendError,
@@ -70,31 +44,59 @@ from anet_core.records import (
     SkillSource,
     TaskClaim,
 )
-from anet_core.settings import DataPaths
-from anet_core.store import page_newest_first
-from anet_core.tasks import (
-    InboundPolicy,
-    LocalOrigin,
-    LocalTasks,
-    Reason,
-    TaskError,
-    TaskLayer,
-    TaskSubscription,
-)
-from anet_core.tasks.events import TaskEvents
-from anet_core.util.backoff import Backoff, TokenBucket
-from anet_core.util.canonical import b64u, canonical_json, decode_cursor, encode_cursor, unb64u
-from anet_core.util.durations import GoDuration, format_duration, parse_duration
-from anet_core.util.fsutil import private_dir, write_atomic, write_private
-from anet_core.util.procnet import (
-    PROC,
-    WILDCARDS,
-    command_of,
-    holders,
-    listening_sockets,
-    normal_address,
-)
-from anet_core.util.serverlog import SERVER_LOG
+from anet_core.util.lazy import lazy
+
+_LAZY: dict[str, tuple[str, ...]] = {
+    "anet_core.cli.context": ("CliContext",),
+    "anet_core.config": ("Config", "read_raw", "write_config"),
+    "anet_core.control.client": ("AsyncControlClient",),
+    "anet_core.control.guard": ("LoopbackGuard", "TokenFile", "bind_loopback"),
+    "anet_core.daemon": ("configure_logging", "running_pid"),
+    "anet_core.doctor": ("CheckContext",),
+    "anet_core.identity": (
+        "AID_REGEX", "AidError", "HistoryError", "Identity", "VerifiedHistory", "check_aid",
+        "is_aid", "verify_history", "verify_signature",
+    ),
+    "anet_core.identity.keystore": ("IdentityError",),
+    "anet_core.link": (
+        "QUERY_REFUSALS", "HubError", "KeyState", "PeerInfo", "SearchPage", "SearchQuery",
+        "Verification", "directory_listing", "search_remote",
+    ),
+    "anet_core.metrics": ("NodeMetrics",),
+    "anet_core.node": ("NODE_KEY", "Listener", "Node", "NodeKey"),
+    "anet_core.plugins": ("Plugins",),
+    "anet_core.protocol.tasks": ("METADATA_PREFIX", "TaskMetadata"),
+    "anet_core.settings": ("DataPaths",),
+    "anet_core.store": ("page_newest_first",),
+    "anet_core.tasks": (
+        "InboundPolicy", "LocalOrigin", "LocalTasks", "Reason", "TaskError", "TaskLayer",
+        "TaskSubscription",
+    ),
+    "anet_core.tasks.events": ("TaskEvents",),
+    "anet_core.util.backoff": ("Backoff", "TokenBucket"),
+    "anet_core.util.canonical": (
+        "b64u", "canonical_json", "decode_cursor", "encode_cursor", "unb64u",
+    ),
+    "anet_core.util.durations": ("GoDuration", "format_duration", "parse_duration"),
+    "anet_core.util.fsutil": ("private_dir", "write_atomic", "write_private"),
+    "anet_core.util.procnet": (
+        "PROC", "WILDCARDS", "command_of", "holders", "listening_sockets", "normal_address",
+    ),
+    "anet_core.util.serverlog": ("SERVER_LOG",),
+}
+"""The names imported on first use, by the module that defines them."""
+
+_ORIGIN = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _ORIGIN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AID_REGEX",
@@ -178,6 +180,7 @@ __all__ = [
     "holders",
     "hookimpl",
     "is_aid",
+    "lazy",
     "listening_sockets",
     "normal_address",
     "page_newest_first",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import logging
 import os
@@ -11,9 +10,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from anet_core.datadir import initialise
 from anet_core.errors import AnetError
-from anet_core.node import Node
 from anet_core.plugins import Plugins, make_plugins
 from anet_core.settings import DataPaths, Settings
 
@@ -70,6 +67,11 @@ def configure_logging(settings: Settings, *, to_file: Path | None) -> None:
 
 def run_daemon(settings: Settings) -> int:
     """Run the node in this process until SIGTERM or SIGINT. Returns the exit status."""
+    # The node's code loads here, not when a command imports running_pid from this module.
+    import asyncio
+
+    from anet_core.datadir import initialise
+
     paths = settings.paths
     initialise(paths)
     pid_handle = _hold_pid_file(paths)
@@ -82,6 +84,10 @@ def run_daemon(settings: Settings) -> int:
 
 
 async def _serve(settings: Settings, plugins: Plugins) -> None:
+    import asyncio
+
+    from anet_core.node import Node
+
     loop = asyncio.get_running_loop()
     # A signal while the node opens stops it as soon as it is open, after a clean start.
     requested = asyncio.Event()

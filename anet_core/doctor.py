@@ -8,15 +8,17 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anet_core.cli.context import CliContext
-from anet_core.config import Config
 from anet_core.control.client import ControlClient
 from anet_core.daemon import running_pid
 from anet_core.errors import AnetError
 from anet_core.plugins import Plugins
 from anet_core.records import CheckResult, CheckStatus, DoctorCheck
+
+if TYPE_CHECKING:
+    from anet_core.config import Config
 
 log = logging.getLogger(__name__)
 

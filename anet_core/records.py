@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
@@ -11,16 +9,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aiohttp import web
-from pydantic import BaseModel
-
-from anet_core.wire import AgentExtension
-
 if TYPE_CHECKING:
+    import argparse
+    import asyncio
+
+    from aiohttp import web
+    from pydantic import BaseModel
+
     from anet_core.cli.context import CliContext
     from anet_core.control.client import AsyncControlClient
     from anet_core.doctor import CheckContext
     from anet_core.link import SearchQuery
+    from anet_core.wire import AgentExtension
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -270,6 +270,8 @@ class CardExtension:
 
     def as_agent_extension(self) -> AgentExtension:
         """The extension as the card declares it (``capabilities.extensions``)."""
+        from anet_core.wire import AgentExtension
+
         return AgentExtension(uri=self.uri, description=self.description,
                               required=self.required, params=self.params)
 

@@ -2,36 +2,64 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from anet_core.errors import AnetError
+
+ENV_PREFIX = "ANET_"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "off", ""})
 
 
-class Settings(BaseSettings):
-    """Settings read from ``ANET_*`` environment variables (documented in docs/configuration.md)."""
+def _environment() -> Mapping[str, str]:
+    """The ``ANET_*`` variables by lower-case name without the prefix (``ANET_Data_Dir`` is
+    ``data_dir``): the names are read case-insensitively."""
+    return {key[len(ENV_PREFIX):].lower(): value for key, value in os.environ.items()
+            if key.upper().startswith(ENV_PREFIX)}
 
-    model_config = SettingsConfigDict(env_prefix="ANET_", extra="ignore")
 
-    data_dir: Path = Field(default=Path("~/.anet"), description="The node's data directory")
-    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR")
-    disable_modules: str = Field(
-        default="", description="Comma-separated module names not to load, e.g. \"a2a,x402\"")
-    trace_hooks: bool = Field(default=False, description="Log every hook call (for module authors)")
+def _from_env(name: str, default: str) -> str:
+    return _environment().get(name, default)
 
-    @field_validator("data_dir")
-    @classmethod
-    def _expand(cls, value: Path) -> Path:
-        return value.expanduser().absolute()
 
-    @field_validator("log_level")
-    @classmethod
-    def _level(cls, value: str) -> str:
-        level = value.upper()
-        if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
-            raise ValueError(f"ANET_LOG_LEVEL={value!r}: use DEBUG, INFO, WARNING or ERROR")
-        return level
+def _flag(name: str, value: str) -> bool:
+    word = value.strip().lower()
+    if word not in _TRUE | _FALSE:
+        raise AnetError("settings-invalid", f"{ENV_PREFIX}{name.upper()}={value!r} is not a yes "
+                        "or no", hint=f"set {ENV_PREFIX}{name.upper()}=1 or 0")
+    return word in _TRUE
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings read from ``ANET_*`` environment variables (documented in docs/configuration.md);
+    a keyword given to the constructor wins over the environment.
+
+    A plain dataclass: every command reads it before anything else, and it costs no import.
+    """
+
+    data_dir: Path = field(default_factory=lambda: Path(_from_env("data_dir", "~/.anet")))
+    """The node's data directory."""
+    log_level: str = field(default_factory=lambda: _from_env("log_level", "INFO"))
+    """DEBUG, INFO, WARNING or ERROR."""
+    disable_modules: str = field(default_factory=lambda: _from_env("disable_modules", ""))
+    """Comma-separated module names not to load, e.g. "a2a,x402"."""
+    trace_hooks: bool = field(
+        default_factory=lambda: _flag("trace_hooks", _from_env("trace_hooks", "0")))
+    """Log every hook call (for module authors)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser().absolute())
+        level = self.log_level.upper()
+        if level not in LOG_LEVELS:
+            raise AnetError("settings-invalid",
+                            f"{ENV_PREFIX}LOG_LEVEL={self.log_level!r} is not a log level",
+                            hint=f"use {', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}")
+        object.__setattr__(self, "log_level", level)
 
     @property
     def disabled(self) -> frozenset[str]:

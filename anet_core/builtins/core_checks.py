@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anet_core import hookimpl
-from anet_core.doctor import CheckContext
 from anet_core.records import CheckResult, CheckStatus, DoctorCheck
+
+if TYPE_CHECKING:
+    from anet_core.doctor import CheckContext
 
 OK, WARN, FAIL = CheckStatus.OK, CheckStatus.WARN, CheckStatus.FAIL
 

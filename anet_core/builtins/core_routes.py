@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from anet_core import hookimpl
-from anet_core.control.server import control_plane
-from anet_core.node import NODE_KEY, Node
 from anet_core.records import ControlRoutes, Lifespan
 
-routes = web.RouteTableDef()
-
-
-@routes.get("/status")
-async def status(request: web.Request) -> web.Response:
-    return web.json_response(request.config_dict[NODE_KEY].status())
-
-
-@routes.post("/stop")
-async def stop(request: web.Request) -> web.Response:
-    request.config_dict[NODE_KEY].stopping.set()
-    return web.json_response({"stopping": True}, status=202)
+if TYPE_CHECKING:
+    from anet_core.node import Node
 
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    return [ControlRoutes(module="core", routes=list(routes))]
+    # aiohttp loads with the daemon, which calls this hook; a command never does.
+    from aiohttp import web
+
+    async def status(request: web.Request) -> web.Response:
+        return web.json_response(node.status())
+
+    async def stop(request: web.Request) -> web.Response:
+        node.stopping.set()
+        return web.json_response({"stopping": True}, status=202)
+
+    return [ControlRoutes(module="core", routes=[web.get("/status", status),
+                                                 web.post("/stop", stop)])]
 
 
 @hookimpl(trylast=True)
 def anet_lifespan(node: Node) -> list[Lifespan]:
+    from anet_core.control.server import control_plane
+
     # Last to start, first to close: the CLI sees the node ready only once every module is up.
     return [Lifespan(name="control-plane", open=lambda: control_plane(node), module="core")]

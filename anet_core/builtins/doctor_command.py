@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+from typing import TYPE_CHECKING
 
 from anet_core import hookimpl
-from anet_core.cli.context import CliContext
-from anet_core.config import Config
-from anet_core.doctor import CheckContext, Outcome, all_checks, run_checks, select
 from anet_core.errors import AnetError
 from anet_core.plugins import Plugins, install_command
 from anet_core.records import CheckStatus, CliCommand
 
+if TYPE_CHECKING:
+    from anet_core.cli.context import CliContext
+    from anet_core.config import Config
+    from anet_core.doctor import Outcome
+
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
+    import asyncio
+
+    from anet_core.doctor import CheckContext, all_checks, run_checks, select
+
     checks = select(all_checks(ctx.plugins, _config_or_none(ctx)), args.names)
     if args.list:
         for check in checks:

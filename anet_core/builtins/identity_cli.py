@@ -1,48 +1,30 @@
 """The node's keys and its evidence: ``anet keys rotate`` (through ``/tasks/keys/rotate`` while
-the daemon runs), ``anet evidence list``, ``show`` and ``verify``."""
+the daemon runs, anet_core.builtins.identity_routes), ``anet evidence list``, ``show`` and
+``verify``."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from datetime import UTC, datetime
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from anet_core import hookimpl
-from anet_core.cli.context import CliContext
-from anet_core.control.parsing import RequestBody, read_body
 from anet_core.daemon import running_pid
 from anet_core.errors import AnetError
-from anet_core.evidence import ReadRecord, read_records, verify
-from anet_core.identity import Identity
-from anet_core.node import NODE_KEY, Node
 from anet_core.records import CliCommand, ControlRoutes
 
-# --- control routes ------------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from anet_core.cli.context import CliContext
+    from anet_core.evidence import ReadRecord
+    from anet_core.node import Node
 
-routes = web.RouteTableDef()
-
-
-class RotateRequest(RequestBody):
-    emergency: bool = False
-
-
-@routes.post("/keys/rotate")
-async def rotate(request: web.Request) -> web.Response:
-    body = await read_body(request, RotateRequest)
-    node: Node = request.config_dict[NODE_KEY]
-    history = await asyncio.to_thread(node.identity.rotate, body.emergency)
-    notes = node.plugins.after_key_rotation(node.paths, node.identity, body.emergency)
-    # The hub takes a new key history at registration; the card follows, signed anew.
-    await node.hub.reregister()
-    return web.json_response({"aid": node.aid, "keySeq": history.key_seq,
-                              "emergency": body.emergency, "notes": notes})
-
+# Identities and the evidence chain (cryptography, pydantic) load in the commands that read them.
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
+    from anet_core.builtins.identity_routes import routes  # the daemon's side, loaded there
+
     # Below /tasks/, beside the task routes: one prefix for what the operator does on the network.
     return [ControlRoutes(module="tasks", routes=[*routes])]
 
@@ -51,6 +33,9 @@ def anet_routes(node: Node) -> list[ControlRoutes]:
 
 
 def _run_evidence_verify(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.evidence import verify
+    from anet_core.identity import Identity
+
     identity = Identity.load(ctx.paths.identity)
     report = verify(ctx.paths.evidence_chain, identity.verified_history)
     if report.ok:
@@ -71,6 +56,9 @@ def _when(record: dict[str, object]) -> str:
 
 
 def _read(ctx: CliContext, **filters: str | None) -> list[ReadRecord]:
+    from anet_core.evidence import read_records
+    from anet_core.identity import Identity
+
     identity = Identity.load(ctx.paths.identity)
     return read_records(ctx.paths.evidence_chain, identity.verified_history, **filters)
 
@@ -119,6 +107,8 @@ def _run_evidence_show(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _run_keys_rotate(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.identity import Identity
+
     if running_pid(ctx.paths) is not None:
         result = ctx.daemon.post("/tasks/keys/rotate", {"emergency": args.emergency})
         key_seq, notes = result["keySeq"], result.get("notes", [])

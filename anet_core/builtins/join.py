@@ -1,28 +1,29 @@
-"""The node's side of its home hub: ``anet join``, the ``/hub/`` control routes and the
-``hub-connection`` doctor check."""
+"""The node's side of its home hub: ``anet join``, the ``/hub/`` control routes
+(anet_core.builtins.join_routes, loaded by the daemon only) and the ``hub-connection`` doctor
+check."""
 
 from __future__ import annotations
 
 import argparse
-
-from aiohttp import web
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from anet_core import hookimpl
-from anet_core.cli.context import CliContext
-from anet_core.config import read_raw, write_config
-from anet_core.control.parsing import RequestBody, read_body
 from anet_core.daemon import running_pid
-from anet_core.doctor import CheckContext
 from anet_core.errors import AnetError
-from anet_core.link.connection import normalize_hub_url
-from anet_core.node import NODE_KEY, Node
 from anet_core.records import CheckResult, CheckStatus, CliCommand, ControlRoutes, DoctorCheck
+
+if TYPE_CHECKING:
+    from anet_core.cli.context import CliContext
+    from anet_core.doctor import CheckContext
+    from anet_core.node import Node
 
 # -- anet join ------------------------------------------------------------------------------------
 
 
 def _run_join(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.config import read_raw, write_config
+    from anet_core.link.connection import normalize_hub_url
+
     try:
         url = normalize_hub_url(args.url)
     except ValueError as error:
@@ -53,32 +54,11 @@ def anet_cli_commands() -> list[CliCommand]:
 
 # -- control routes -------------------------------------------------------------------------------
 
-routes = web.RouteTableDef()
-
-
-@routes.get("/status")
-async def hub_status(request: web.Request) -> web.Response:
-    return web.json_response(request.config_dict[NODE_KEY].hub.status.as_dict())
-
-
-class JoinRequest(RequestBody):
-    # An empty URL would leave the hub while config.json still names it: joining needs one.
-    url: str = Field(min_length=1, pattern=r"\S")
-
-
-@routes.post("/join")
-async def hub_join(request: web.Request) -> web.Response:
-    node = request.config_dict[NODE_KEY]
-    body = await read_body(request, JoinRequest)
-    try:
-        status = await node.hub.rejoin(body.url)
-    except ValueError as error:
-        raise AnetError("hub-bad-url", str(error)) from None
-    return web.json_response(status.as_dict())
-
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
+    from anet_core.builtins.join_routes import routes  # the daemon's side, loaded there
+
     return [ControlRoutes(module="hub", routes=list(routes))]
 
 

@@ -8,15 +8,19 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anet_core import hookimpl
-from anet_core.cli.context import CliContext
 from anet_core.daemon import configure_logging, run_daemon, running_pid
-from anet_core.datadir import initialise
 from anet_core.errors import AnetError
 from anet_core.records import CliCommand
-from anet_core.settings import DataPaths
+
+if TYPE_CHECKING:
+    from anet_core.cli.context import CliContext
+    from anet_core.settings import DataPaths
+
+# The data directory's set-up (keys, config.json: cryptography, pydantic) loads in the commands
+# that make it, not for `anet status`.
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
@@ -24,6 +28,8 @@ LOG_TAIL_LINES = 20
 
 
 def _run_init(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.datadir import initialise
+
     steps = initialise(ctx.paths)
     for step in steps:
         print(f"{'created' if step.created else 'exists '}  {step.what}")
@@ -42,6 +48,8 @@ def _run_up(args: argparse.Namespace, ctx: CliContext) -> int:
         print(f"anet is already running (pid {pid}).")
         _print_status(ctx.daemon.get("/core/status"))
         return 0
+    from anet_core.datadir import initialise
+
     for step in initialise(ctx.paths):
         if step.created:
             print(f"created  {step.what}")

@@ -6,22 +6,24 @@ Behind the control token like every control route: Prometheus sends it as a bear
 
 from __future__ import annotations
 
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from anet_core import hookimpl
-from anet_core.metrics import CONTENT_TYPE
-from anet_core.node import NODE_KEY, Node
 from anet_core.records import ControlRoutes
 
-routes = web.RouteTableDef()
-
-
-@routes.get("/")
-async def metrics(request: web.Request) -> web.Response:
-    node = request.config_dict[NODE_KEY]
-    return web.Response(body=node.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+if TYPE_CHECKING:
+    from anet_core.node import Node
 
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    return [ControlRoutes(module="metrics", routes=list(routes))]
+    # aiohttp and the metrics load with the daemon, which calls this hook; a command never does.
+    from aiohttp import web
+
+    from anet_core.metrics import CONTENT_TYPE
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(body=node.metrics.exposition(),
+                            headers={"Content-Type": CONTENT_TYPE})
+
+    return [ControlRoutes(module="metrics", routes=[web.get("/", metrics)])]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from anet_core import hookimpl
-from anet_core.cli.context import CliContext
 from anet_core.records import CliCommand
+
+if TYPE_CHECKING:
+    from anet_core.cli.context import CliContext
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:

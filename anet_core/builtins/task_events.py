@@ -3,31 +3,34 @@ a task while it runs (``anet mcp`` reports them as MCP progress)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from anet_core import hookimpl
 from anet_core.control.client import EVENT_KEEPALIVE_S
-from anet_core.node import NODE_KEY, Node
 from anet_core.records import ControlRoutes
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from aiohttp import web
+
+    from anet_core.node import Node
 
 log = logging.getLogger(__name__)
 
-routes = web.RouteTableDef()
 
-
-@routes.get("/task/{task_id}/events")
-async def task_events(request: web.Request) -> web.StreamResponse:
+async def task_events(node: Node, request: web.Request) -> web.StreamResponse:
     """The events of a task this node sent, as server-sent events: each ``data:`` line is an
     A2A StreamResponse (first ``{"task": ...}``, the task as it is now, then every
     ``statusUpdate`` and ``artifactUpdate`` in order); the stream ends after a terminal state,
     or when the daemon stops. A comment every EVENT_KEEPALIVE_S keeps an idle stream alive and
     finds a reader that went away. Closing the stream changes nothing about the task."""
-    node: Node = request.config_dict[NODE_KEY]
+    import asyncio
+
+    from aiohttp import web
+
     subscription = node.tasks.subscribe(None, request.match_info["task_id"])
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})
@@ -61,7 +64,12 @@ async def task_events(request: web.Request) -> web.StreamResponse:
     return response
 
 
-
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    return [ControlRoutes(module="tasks", routes=[*routes])]
+    # aiohttp loads with the daemon, which calls this hook; a command never does.
+    from aiohttp import web
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        return await task_events(node, request)
+
+    return [ControlRoutes(module="tasks", routes=[web.get("/task/{task_id}/events", events)])]

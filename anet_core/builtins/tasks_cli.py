@@ -1,167 +1,34 @@
 """Tasks: ``anet send``, ``tasks``, ``task``, ``inbox``, ``reply``, ``reject``, ``policy``,
-``trust``, and the ``/tasks/`` control routes they call (the daemon is reached only through them).
+``trust``, and the ``/tasks/`` control routes they call (anet_core.builtins.tasks_routes, loaded
+by the daemon only; the daemon is reached only through them).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from aiohttp import web
-from pydantic import Field
-
 from anet_core import hookimpl
-from anet_core.cli.context import CliContext
-from anet_core.control.parsing import RequestBody, query_number, read_body
 from anet_core.errors import AnetError
-from anet_core.identity import check_aid
-from anet_core.node import NODE_KEY, Node
-from anet_core.protocol.tasks import METADATA_PREFIX, TaskMetadata
 from anet_core.records import CliCommand, ControlRoutes
-from anet_core.tasks import TaskError, TaskLayer
-from anet_core.tasks.common import new_id
-from anet_core.wire import TaskState
+
+if TYPE_CHECKING:
+    from anet_core.cli.context import CliContext
+    from anet_core.node import Node
+    from anet_core.wire import TaskState
+
+# What the commands need of the wire models, the protocol and identities (pydantic,
+# cryptography) is imported where they run: `anet --help` loads none of it.
 
 WAIT_POLL_S = 0.2
 DEFAULT_WAIT_S = 300.0
 
-# --- control routes ------------------------------------------------------------------------------
-
-routes = web.RouteTableDef()
-
-
-class SendRequest(RequestBody):
-    aid: str
-    text: str = Field(min_length=1)
-    skill: str | None = None
-    context_id: str | None = Field(default=None, alias="contextId")
-    """A new task in this context (a conversation with the agent continues)."""
-    task_id: str | None = Field(default=None, alias="taskId")
-    """The answer to a task of this agent that waits for input."""
-
-
-class ReplyRequest(RequestBody):
-    task_id: str = Field(alias="taskId")
-    text: str = Field(min_length=1)
-    input_required: bool = Field(default=False, alias="inputRequired")
-
-
-class TaskIdRequest(RequestBody):
-    task_id: str = Field(alias="taskId")
-
-
-class RejectRequest(RequestBody):
-    task_id: str = Field(alias="taskId")
-    reason: str | None = None
-
-
-class PolicyRequest(RequestBody):
-    policy: str
-
-
-class AidRequest(RequestBody):
-    aid: str
-
-
-def _layer(request: web.Request) -> TaskLayer:
-    return request.config_dict[NODE_KEY].tasks
-
-
-@routes.post("/send")
-async def send(request: web.Request) -> web.Response:
-    body = await read_body(request, SendRequest)
-    message: dict[str, Any] = {"messageId": new_id(), "role": "ROLE_USER",
-                               "parts": [{"text": body.text}]}
-    if body.context_id:
-        message["contextId"] = body.context_id
-    if body.task_id:
-        message["taskId"] = body.task_id
-    return web.json_response(await _layer(request).send(body.aid, message, skill=body.skill))
-
-
-@routes.get("/list")
-async def list_tasks(request: web.Request) -> web.Response:
-    query = request.query
-    page_size = query_number(query, "pageSize", 50)
-    layer = _layer(request)
-    page = layer.list(query.get("aid"), context_id=query.get("contextId"),
-                      state=query.get("status"), page_size=page_size,
-                      page_token=query.get("pageToken", ""), include_artifacts=True)
-    page["tasks"] = [task | {"peer": layer.peer_of(task["id"])}
-                     for task in page["tasks"]]
-    return web.json_response(page)
-
-
-@routes.get("/task/{task_id}")
-async def get_task(request: web.Request) -> web.Response:
-    """A task this node sent, or else one it received (the operator sees both)."""
-    layer, task_id = _layer(request), request.match_info["task_id"]
-    try:
-        return web.json_response(layer.get(None, task_id) | {
-            "role": "requester", "peer": layer.peer_of(task_id)})
-    except TaskError:
-        received = layer.received(task_id)
-        if received is None:
-            raise
-        return web.json_response(received | {"role": "provider"})
-
-
-@routes.post("/cancel")
-async def cancel(request: web.Request) -> web.Response:
-    body = await read_body(request, TaskIdRequest)
-    return web.json_response(await _layer(request).cancel(None, body.task_id))
-
-
-@routes.get("/inbox")
-async def inbox(request: web.Request) -> web.Response:
-    return web.json_response({"tasks": _layer(request).inbox()})
-
-
-@routes.post("/reply")
-async def reply(request: web.Request) -> web.Response:
-    body = await read_body(request, ReplyRequest)
-    return web.json_response(await _layer(request).reply(
-        body.task_id, body.text, input_required=body.input_required))
-
-
-@routes.post("/reject")
-async def reject(request: web.Request) -> web.Response:
-    body = await read_body(request, RejectRequest)
-    return web.json_response(await _layer(request).reject(body.task_id, body.reason))
-
-
-@routes.get("/policy")
-async def policy(request: web.Request) -> web.Response:
-    return web.json_response({"policy": _layer(request).policy.value})
-
-
-@routes.post("/policy")
-async def set_policy(request: web.Request) -> web.Response:
-    body = await read_body(request, PolicyRequest)
-    return web.json_response({"policy": _layer(request).set_policy(body.policy).value})
-
-
-@routes.get("/trust")
-async def trusted(request: web.Request) -> web.Response:
-    return web.json_response({"trusted": _layer(request).trusted()})
-
-
-@routes.post("/trust/add")
-async def trust(request: web.Request) -> web.Response:
-    body = await read_body(request, AidRequest)
-    return web.json_response({"aid": body.aid, "changed": _layer(request).trust(body.aid)})
-
-
-@routes.post("/trust/remove")
-async def distrust(request: web.Request) -> web.Response:
-    body = await read_body(request, AidRequest)
-    return web.json_response({"aid": body.aid, "changed": _layer(request).distrust(body.aid)})
-
-
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
+    from anet_core.builtins.tasks_routes import routes  # the daemon's side, loaded there
+
     return [ControlRoutes(module="tasks", routes=[*routes])]
 
 
@@ -180,16 +47,22 @@ def _text_of(task: dict[str, Any]) -> str:
 
 
 def _state(task: dict[str, Any]) -> TaskState:
+    from anet_core.wire import TaskState
+
     return TaskState(task["status"]["state"])
 
 
 def _print_task_line(task: dict[str, Any], peer: str) -> None:
+    from anet_core.protocol.tasks import TaskMetadata
+
     reason = task.get("metadata", {}).get(TaskMetadata.REASON)
     print(f"{task['id']}  {_state(task).word:<14} {peer}  {_text_of(task)[:60]}"
           + (f"  ({reason})" if reason else ""))
 
 
 def _print_task(task: dict[str, Any]) -> None:
+    from anet_core.protocol.tasks import METADATA_PREFIX
+
     metadata = task.get("metadata", {})
     rows = [("task", task["id"]), ("role", task.get("role", "")), ("agent", task.get("peer", "")),
             ("state", _state(task).word), ("context", task.get("contextId", ""))]
@@ -211,6 +84,8 @@ def _print_task(task: dict[str, Any]) -> None:
 
 
 def _run_send(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.identity import check_aid
+
     task = ctx.daemon.post("/tasks/send", {"aid": check_aid(args.aid), "text": args.text})
     if args.wait:
         deadline = time.monotonic() + args.timeout
@@ -227,6 +102,8 @@ def _run_send(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _run_tasks(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.identity import check_aid
+
     query = {"pageSize": str(args.limit)} | ({"aid": check_aid(args.aid)} if args.aid else {})
     page = ctx.daemon.get(f"/tasks/list?{urlencode(query)}")
     if args.json:
@@ -291,6 +168,8 @@ def _run_policy(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _run_trust(args: argparse.Namespace, ctx: CliContext) -> int:
+    from anet_core.identity import check_aid
+
     if args.action == "list":
         trusted = ctx.daemon.get("/tasks/trust")["trusted"]
         if not trusted:

@@ -6,12 +6,14 @@ import json
 import sys
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from anet_core.config import Config, load_config
 from anet_core.control.client import ControlClient
 from anet_core.plugins import Plugins
 from anet_core.settings import DataPaths, Settings
+
+if TYPE_CHECKING:
+    from anet_core.config import Config
 
 
 @dataclass
@@ -25,6 +27,8 @@ class CliContext:
 
     @cached_property
     def config(self) -> Config:
+        from anet_core.config import load_config  # pydantic: only commands that read config.json
+
         return load_config(self.paths.config, self.plugins)
 
     @cached_property

@@ -7,8 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-
-from pydantic import ValidationError
+from typing import Any
 
 from anet_core.cli.context import CliContext
 from anet_core.errors import AnetError
@@ -24,9 +23,13 @@ First steps:  anet init   (create the node)   anet up   (start it)   anet status
 """
 
 
-def build_parser(commands: Sequence[CliCommand]) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[CliCommand],
+                 argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of ``anet``. A command named with several words ("agents wire") nests below
-    the command of its first words, so two modules can share a command group."""
+    the command of its first words, so two modules can share a command group.
+
+    Given ``argv``, only the commands it names get their arguments (``configure``): argparse
+    reads no other subparser, and the code of the commands that do not run stays unloaded."""
     parser = argparse.ArgumentParser(
         prog="anet", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parsers: dict[tuple[str, ...], argparse.ArgumentParser] = {(): parser}
@@ -53,9 +56,32 @@ def build_parser(commands: Sequence[CliCommand]) -> argparse.ArgumentParser:
         parsers[path] = child
         return child
 
+    named = None if argv is None else _named(commands, argv)
     for command in sorted(commands, key=lambda c: c.name.split()):
-        command.configure(parser_for(tuple(command.name.split()), command))
+        child = parser_for(tuple(command.name.split()), command)
+        if named is None or command in named:
+            command.configure(child)
     return parser
+
+
+def _named(commands: Sequence[CliCommand], argv: Sequence[str]) -> list[CliCommand]:
+    """The commands whose words (or an alias in place of the last) lead ``argv``: the one that
+    runs and the groups it is in."""
+    by_words: dict[tuple[str, ...], CliCommand] = {}
+    for command in commands:
+        *group, last = command.name.split()
+        for word in (last, *command.aliases):
+            by_words[(*group, word)] = command
+    known_prefixes = {words[:depth] for words in by_words for depth in range(1, len(words) + 1)}
+    named, path = [], ()
+    for word in argv:
+        if (*path, word) not in known_prefixes:
+            break
+        path = (*path, word)
+        if path in by_words:
+            named.append(by_words[path])
+            path = tuple(by_words[path].name.split())
+    return named
 
 
 def _commands(ctx: CliContext) -> list[CliCommand]:
@@ -74,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings()
         ctx = CliContext(settings=settings, plugins=make_plugins(disabled=settings.disabled))
-        parser = build_parser(_commands(ctx))
+        argv = sys.argv[1:] if argv is None else argv
+        parser = build_parser(_commands(ctx), argv)
         args = parser.parse_args(argv)
         command: CliCommand | None = getattr(args, "_command", None)
         if command is None:
@@ -84,15 +111,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AnetError as error:
         print(error.render(), file=sys.stderr)
         return 1
-    except ValidationError as error:
-        first = error.errors()[0]
-        print(f"error: {error.title}: {'.'.join(map(str, first['loc']))}: {first['msg']}",
-              file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_gone()
+    except Exception as error:
+        invalid = _validation_error(error)
+        if invalid is None:
+            raise
+        first = invalid.errors()[0]
+        print(f"error: {invalid.title}: {'.'.join(map(str, first['loc']))}: {first['msg']}",
+              file=sys.stderr)
+        return 1
+
+
+def _validation_error(error: Exception) -> Any:
+    """``error`` if it is pydantic's ValidationError, else None; named without importing
+    pydantic, since a command that never loaded it cannot raise one."""
+    core = sys.modules.get("pydantic_core")
+    return error if core is not None and isinstance(error, core.ValidationError) else None
 
 
 SIGPIPE_STATUS = 128 + 13

@@ -3,15 +3,15 @@ asynchronous one (``anet mcp``, anything that follows a task while it runs)."""
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import AsyncIterator
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from anet_core.errors import AnetError
 from anet_core.settings import DataPaths
+
+if TYPE_CHECKING:
+    import aiohttp
 
 NOT_RUNNING_HINT = "start it with `anet up`"
 UNREACHABLE_HINT = "see the log with `tail logs/anetd.log` in the data directory"
@@ -71,6 +71,8 @@ class ControlClient:
         self.timeout = timeout
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
+        import http.client  # with ssl: for a command that calls the daemon, not for --help
+
         host, port, token = _endpoint(self.paths)
         headers = _headers(host, port, token)
         payload = None
@@ -120,17 +122,23 @@ class AsyncControlClient:
             self._session = None
 
     def _client(self) -> aiohttp.ClientSession:
+        import aiohttp  # the CLI's synchronous client does without it
+
         if self._session is None:
             self._session = aiohttp.ClientSession()
         return self._session
 
     def _failed(self, host: str, port: int, error: Exception) -> AnetError:
+        import aiohttp
+
         refused = isinstance(error, aiohttp.ClientConnectorError) \
             and isinstance(error.os_error, ConnectionRefusedError)
         return _not_listening(self.paths, host, port) if refused else \
             _unreachable(host, port, error)
 
     async def request(self, method: str, path: str, body: Any = None) -> Any:
+        import aiohttp
+
         host, port, token = _endpoint(self.paths)
         try:
             async with self._client().request(
@@ -152,6 +160,8 @@ class AsyncControlClient:
     async def events(self, path: str) -> AsyncIterator[dict[str, Any]]:
         """Each ``data:`` event of a server-sent event stream, parsed, until the daemon ends the
         stream. Leaving the ``async for`` closes the connection and nothing else."""
+        import aiohttp
+
         host, port, token = _endpoint(self.paths)
         # No total timeout: the stream lasts as long as the task; the daemon's keep-alive
         # comments keep the connection busy, so a read that stalls means a dead daemon.

@@ -7,6 +7,7 @@ One AST pass reads every import of ``anet_core/`` and ``plugins/*/anet_*``. Impo
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import subprocess
 import sys
@@ -162,11 +163,17 @@ def surface_violations(roots: Iterable[Path]) -> list[str]:
 
 
 def api_origins() -> dict[str, str]:
-    """Each name ``anet_core.api`` exports, with the module it comes from."""
+    """Each name ``anet_core.api`` exports, with the module it comes from: its imports, and
+    its table of names imported on first use (``_LAZY``)."""
     modules = modules_under([REPO])
-    return {name: found.target for found in imports_of("anet_core.api",
-                                                        REPO / "anet_core" / "api.py", modules)
-            for name in found.names}
+    path = REPO / "anet_core" / "api.py"
+    origins = {name: found.target for found in imports_of("anet_core.api", path, modules)
+               for name in found.names}
+    table = next(node.value for node in ast.parse(path.read_text()).body
+                 if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_LAZY")
+    for module, names in ast.literal_eval(table).items():
+        origins |= dict.fromkeys(names, module)
+    return origins
 
 
 # --- (a) no runtime import cycles ---------------------------------------------------------------
@@ -239,6 +246,17 @@ def test_api_origins_are_read_from_its_imports() -> None:
     origins = api_origins()
     assert origins["TaskLayer"] == "anet_core.tasks" and origins["Node"] == "anet_core.node"
     assert origins["hookimpl"] == "anet_core"
+
+
+def test_api_exports_exactly_its_names_each_from_its_origin() -> None:
+    """Every name of ``__all__`` has one origin, and the name loaded on first use is the one
+    its module defines."""
+    import anet_core.api as api
+
+    origins = api_origins()
+    assert set(origins) - {"annotations", "Any"} == set(api.__all__)
+    for name in api.__all__:
+        assert getattr(api, name) is getattr(importlib.import_module(origins[name]), name), name
 
 
 # --- (d) leaves stay leaves ---------------------------------------------------------------------

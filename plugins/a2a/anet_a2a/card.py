@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from anet_a2a import AGENTS_PATH
 from anet_a2a.jws import sign_card
 from anet_a2a.peers.discovery import DirectAgent
 from anet_core.api import CardExtension, Identity, PeerInfo, Verification, b64u
@@ -34,7 +35,6 @@ PREVIEW_EXTENSION = "urn:anet:a2a:preview/v1"
 """A client that requests this in A2A-Extensions also receives preview artifacts in streams."""
 SECURITY_SCHEME = "anetLocal"
 CARD_VERSION = "1.0.0"
-AGENTS_PATH = "/a2a/v1/agents"
 # A network card needs no skill, an A2A card needs at least one (the TCK checks): a remote agent
 # takes any task, so a generic skill says exactly that.
 _ANY_TASK = AgentSkill(id="task", name="Task", description="Send this agent a task",

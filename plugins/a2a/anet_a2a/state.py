@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from anet_a2a import MODULE
 from anet_core.api import DataPaths, Identity, TokenFile, bind_loopback, write_atomic
 
-MODULE = "a2a"
 PORT_RANGE = range(43811, 45811)
 HOST = "127.0.0.1"
 

@@ -1,53 +1,46 @@
-"""Hook implementations of the module backends."""
+"""Hook implementations of the module backends.
+
+Each hook imports the code it runs, so that loading this module (every command of ``anet`` does)
+loads none of the module's code; a node with backends loads it when it starts them.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-from anet_backends.a2a_kind import A2A_KIND
-from anet_backends.config import BackendsConfig
-from anet_backends.doctor import backend_checks
-from anet_backends.retry import retry_warning
-from anet_backends.service import (
-    MODULE,
-    OPEN_POLICY_HINT,
-    Backends,
-    check_policy,
-    installed_kinds,
-    policy_conflict,
-)
+from anet_backends import MODULE
 from anet_core.api import (
     BackendKind,
-    Config,
     ConfigBlock,
     DoctorCheck,
-    InboundPolicy,
-    InboundTask,
     Lifespan,
-    Node,
-    NodeKey,
     PolicyVeto,
     SkillSource,
     TaskClaim,
     hookimpl,
 )
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from anet_core.api import Config, InboundPolicy, InboundTask, Node
 
-SERVICE = NodeKey("backends", Backends)
-"""The started module on the running node."""
+log = logging.getLogger(__name__)
 
 
 @hookimpl
 def anet_config_blocks() -> list[ConfigBlock]:
+    from anet_backends.config import BackendsConfig
+
     # The keys are accepted inside modules.a2a too (docs/configuration.md); they belong here.
     return [ConfigBlock(module=MODULE, model=BackendsConfig, also_read_from=("a2a",))]
 
 
 @hookimpl
 def anet_backend_kinds() -> list[BackendKind]:
+    from anet_backends.a2a_kind import A2A_KIND
+
     return [A2A_KIND]
 
 
@@ -55,6 +48,10 @@ def anet_backend_kinds() -> list[BackendKind]:
 def anet_lifespan(node: Node) -> list[Lifespan]:
     @asynccontextmanager
     async def backends() -> AsyncIterator[None]:
+        from anet_backends.config import BackendsConfig
+        from anet_backends.retry import retry_warning
+        from anet_backends.service import SERVICE, Backends, check_policy, installed_kinds
+
         config = node.config.module(MODULE, BackendsConfig)
         if not config.backends:
             yield
@@ -77,12 +74,16 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
 
 @hookimpl
 def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
+    from anet_backends.service import SERVICE
+
     service = node.get(SERVICE)
     return None if service is None else service.claim(task, node.tasks.policy)
 
 
 @hookimpl
 def anet_card_skills(node: Node) -> list[SkillSource]:
+    from anet_backends.service import SERVICE
+
     service = node.get(SERVICE)
     if service is None:
         return []
@@ -92,6 +93,9 @@ def anet_card_skills(node: Node) -> list[SkillSource]:
 
 @hookimpl
 def anet_policy_veto(node: Node, policy: InboundPolicy) -> PolicyVeto | None:
+    from anet_backends.config import BackendsConfig
+    from anet_backends.service import OPEN_POLICY_HINT, policy_conflict
+
     conflict = policy_conflict(node.config.module(MODULE, BackendsConfig), policy)
     return None if conflict is None else PolicyVeto(module=MODULE, reason=conflict,
                                                     hint=OPEN_POLICY_HINT)
@@ -99,4 +103,7 @@ def anet_policy_veto(node: Node, policy: InboundPolicy) -> PolicyVeto | None:
 
 @hookimpl
 def anet_doctor_checks(config: Config | None) -> list[DoctorCheck]:
+    from anet_backends.config import BackendsConfig
+    from anet_backends.doctor import backend_checks
+
     return backend_checks(None if config is None else config.module(MODULE, BackendsConfig))

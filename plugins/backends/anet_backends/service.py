@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from anet_backends import MODULE
 from anet_backends.config import Backend, BackendsConfig
 from anet_backends.forward import FAILED, FORWARDED, BackendTask, Forwarder, Record
 from anet_backends.retry import RetryPlan
@@ -15,14 +16,13 @@ from anet_core.api import (
     BackendKind,
     InboundPolicy,
     InboundTask,
+    NodeKey,
     NodeMetrics,
     Plugins,
     TaskClaim,
 )
 
 log = logging.getLogger(__name__)
-
-MODULE = "backends"
 
 
 def installed_kinds(plugins: Plugins) -> dict[str, BackendKind]:
@@ -158,3 +158,7 @@ class Backends:
             await record(kind, data)
 
         return counted
+
+
+SERVICE = NodeKey("backends", Backends)
+"""The started module on the running node."""

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from anet_core.api import (
-    AnetError,
-    CliCommand,
-    CliContext,
-    configure_logging,
-    hookimpl,
-    parse_duration,
-)
+from anet_core.api import AnetError, CliCommand, hookimpl
+
+if TYPE_CHECKING:
+    from anet_core.api import CliContext
 
 MIB = 1024 * 1024
 
@@ -126,6 +122,9 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
+    import asyncio
+
+    from anet_core.api import configure_logging, parse_duration  # pydantic: when the hub runs
     from anet_hub import app as server
     from anet_hub.deployment import Deployment
     from anet_hub.federation import FederationLimits, PeerHub
@@ -175,6 +174,8 @@ def anet_cli_commands() -> list[CliCommand]:
 
 
 def _doctor(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
+    import asyncio
+
     from anet_hub.probes import doctor
 
     found = asyncio.run(doctor(data, args.url))

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from anet_core.api import (
-    CheckContext,
-    CheckResult,
-    CheckStatus,
-    ConfigBlock,
-    DoctorCheck,
-    hookimpl,
-)
-from anet_x402.config import X402Config
+from typing import TYPE_CHECKING
+
+from anet_core.api import CheckResult, CheckStatus, ConfigBlock, DoctorCheck, hookimpl
+
+if TYPE_CHECKING:
+    from anet_core.api import CheckContext
 
 MODULE = "x402"
 
 
 async def signer_state(ctx: CheckContext) -> CheckResult:
+    from anet_x402.config import X402Config
+
     ctx.config.module(MODULE, X402Config)
     return CheckResult(CheckStatus.SKIP, "this version signs no payments",
                        hint="priced skills stay in input-required for the operator")
@@ -23,6 +22,8 @@ async def signer_state(ctx: CheckContext) -> CheckResult:
 
 @hookimpl
 def anet_config_blocks() -> list[ConfigBlock]:
+    from anet_x402.config import X402Config  # pydantic: loaded only where config.json is read
+
     return [ConfigBlock(module=MODULE, model=X402Config)]
 
 
