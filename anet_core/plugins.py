@@ -6,10 +6,10 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
 import pluggy
-from importlib_metadata import EntryPoint, entry_points
 
 from anet_core import PROJECT, hookspecs
 from anet_core.errors import AnetError
