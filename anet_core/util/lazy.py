@@ -8,34 +8,34 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
 class Lazy:
     """Calls ``reference`` (``"package.module:name"``), importing it on the first call."""
 
-    reference: str
-    _target: list[Callable[..., Any]] = field(default_factory=list, init=False, repr=False,
-                                              compare=False)
+    __slots__ = ("_target", "reference")
 
-    def __post_init__(self) -> None:
-        module, _, name = self.reference.partition(":")
+    def __init__(self, reference: str) -> None:
+        module, _, name = reference.partition(":")
         if not module or not name.isidentifier():
-            raise ValueError(f"a lazy reference is \"package.module:name\", got "
-                             f"{self.reference!r}")
+            raise ValueError(f"a lazy reference is \"package.module:name\", got {reference!r}")
+        self.reference = reference
+        self._target: Callable[..., Any] | None = None
 
     def resolve(self) -> Callable[..., Any]:
-        """The function itself (importing its module); an ImportError or AttributeError names
-        the reference that is wrong."""
-        if not self._target:
+        """The function itself, its module imported; an ImportError or AttributeError names
+        what is wrong with the reference."""
+        if self._target is None:
             module, _, name = self.reference.partition(":")
-            self._target.append(getattr(importlib.import_module(module), name))
-        return self._target[0]
+            self._target = getattr(importlib.import_module(module), name)
+        return self._target
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"lazy({self.reference!r})"
 
 
 def lazy(reference: str) -> Callable[..., Any]:

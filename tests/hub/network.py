@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from anet_core import hookimpl
-from anet_core.builtins.lifecycle import initialise
 from anet_core.config import read_raw, write_config
+from anet_core.datadir import initialise
 from anet_core.link.contract import JoinState
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
