@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from anet_core.cli.context import CliContext
     from anet_core.node import Node
 
+
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
     from anet_core.builtins.directory_routes import routes  # the daemon's side, loaded there

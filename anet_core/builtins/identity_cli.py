@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 # Identities and the evidence chain (cryptography, pydantic) load in the commands that read them.
 
+
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
     from anet_core.builtins.identity_routes import routes  # the daemon's side, loaded there

@@ -1,5 +1,5 @@
-"""The control route of ``anet keys rotate`` while the daemon runs (anet_core.builtins.
-identity_cli): ``/tasks/keys/rotate``."""
+"""``/tasks/keys/rotate``: the control route of ``anet keys rotate`` while the daemon runs
+(the command is in anet_core.builtins.identity_cli)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 WAIT_POLL_S = 0.2
 DEFAULT_WAIT_S = 300.0
 
+
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
     from anet_core.builtins.tasks_routes import routes  # the daemon's side, loaded there
