@@ -8,6 +8,8 @@ HTTP (all JSON, all public: the directory is signed by its authors, not secret):
     GET /v1/agents/{aid}    one directory entry
     GET /v1/ws              the nodes' WebSocket (frames: anet_core.protocol.frames)
     GET /healthz, /readyz, /metrics   for load balancers and Prometheus (anet_hub.probes)
+    /x402/…                 the payment rail: verify, settle, supported, balance
+                            (anet_hub.rail_routes)
 
 One process is one instance. With ``--postgres`` (and ``--nats`` for more than one instance),
 instances of the same hub share storage and route envelopes between them (anet_hub.cluster).
@@ -49,6 +51,7 @@ from anet_hub.directory import Directory, authority
 from anet_hub.federation import FederationLimits, FederationService, PeerHub
 from anet_hub.metrics import HubMetrics
 from anet_hub.probes import add_probe_routes
+from anet_hub.rail_routes import add_rail_routes
 from anet_hub.relay import MAX_QUEUE_TTL_S, Relay, RelayLimits, Router, SharedBuckets
 from anet_hub.session import Session
 from anet_hub.storage import HubStorage, StorageError
@@ -309,6 +312,7 @@ def build_app(config: HubConfig) -> web.Application:
     app[CONFIG_KEY] = config
     app.add_routes(routes)
     add_probe_routes(app, STATE_KEY)
+    add_rail_routes(app, STATE_KEY)
     app.cleanup_ctx.append(_hub_state)
     app.on_shutdown.append(_close_sockets)
     return app

@@ -1,4 +1,4 @@
-"""The hub module's hooks: ``anet hub serve|approve|pending|official|doctor``."""
+"""The hub module's hooks: ``anet hub serve|approve|pending|official|credit|ledger|doctor``."""
 
 from __future__ import annotations
 
@@ -74,6 +74,18 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
         if name == "pending":
             child.add_argument("--json", action="store_true", help="print JSON")
 
+    credit = sub.add_parser("credit", help="add credit to an agent's balance at this hub's "
+                                           "payment rail")
+    credit.add_argument("aid", help="the agent credited (its node's `anet status` shows it)")
+    credit.add_argument("amount", help='a positive decimal amount, e.g. "5.00"')
+    credit.add_argument("--asset", default="USD", help="the asset (default %(default)s; "
+                                                       "EUR, USDC)")
+    credit.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
+    ledger = sub.add_parser("ledger", help="the rail's ledger: every credit and transfer, and "
+                                           "the balances")
+    ledger.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
+    ledger.add_argument("--json", action="store_true", help="print JSON")
+
     doctor = sub.add_parser("doctor", help="say which of the hub's dependencies is down")
     doctor.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
     doctor.add_argument("--url", metavar="URL",
@@ -98,6 +110,8 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
         admin.approve(data, args.aid)
         print(f"Approved {args.aid}; if it is connected, it is registered within a second.")
         return 0
+    if args.hub_command in ("credit", "ledger"):
+        return _ledger_command(args, ctx, data)
     if args.hub_command == "pending":
         waiting = admin.pending(data)
         if args.json:
@@ -118,6 +132,39 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
     else:
         members = admin.change_official(data, args.aid, add=args.action == "add")
     print("\n".join(members) if members else "The official list is empty.")
+    return 0
+
+
+def _ledger_command(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
+    from anet_core.protocol.payments import format_amount
+    from anet_hub import admin
+
+    if args.hub_command == "credit":
+        done = admin.credit(data, args.aid, args.amount, args.asset)
+        print(f"Credited {format_amount(done.entry.amount, args.asset)} {args.asset} to "
+              f"{args.aid} (entry {done.entry.seq}); balance "
+              f"{format_amount(done.balance, args.asset)} {args.asset}.")
+        return 0
+    listing = admin.ledger(data)
+    if args.json:
+        ctx.print_json({"entries": [entry.as_dict() for entry in listing.entries],
+                        "balances": [{"aid": item.aid, "asset": item.asset,
+                                      "amount": format_amount(item.amount, item.asset)}
+                                     for item in listing.balances]})
+        return 0
+    if not listing.entries:
+        print("The ledger is empty: `anet hub credit <aid> <amount>` adds credit.")
+        return 0
+    for entry in listing.entries:
+        when = datetime.datetime.fromtimestamp(entry.created, datetime.UTC)
+        source = entry.payer or "operator"
+        task = f"  task {entry.task}" if entry.task else ""
+        print(f"  {entry.seq:>5}  {when.isoformat(timespec='seconds')}  {entry.kind.value:8}  "
+              f"{format_amount(entry.amount, entry.asset):>12} {entry.asset:4}  {source} -> "
+              f"{entry.payee}{task}")
+    print("Balances:")
+    for item in listing.balances:
+        print(f"  {item.aid}  {format_amount(item.amount, item.asset):>12} {item.asset}")
     return 0
 
 
@@ -166,10 +213,11 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
 def anet_cli_commands() -> list[CliCommand]:
     return [
         CliCommand("hub", "run a hub and administer it (serve, approve, pending, official, "
-                          "doctor)",
+                          "credit, ledger, doctor)",
                    configure=_configure_hub, run=_run_hub, module="hub",
                    description="A hub relays sealed envelopes between nodes, keeps the directory "
-                               "and stores envelopes for offline nodes. See docs/hub.md."),
+                               "and stores envelopes for offline nodes; it is a payment rail "
+                               "too. See docs/hub.md and docs/payments.md."),
     ]
 
 

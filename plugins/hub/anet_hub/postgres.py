@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from anet_hub.ledger_postgres import LEDGER_SCHEMA, PostgresLedger
 from anet_hub.storage import (
     AGENT_COLUMNS,
     AgentRecord,
@@ -119,6 +120,7 @@ class PostgresHubStorage:
     def __init__(self, url: str, pool: asyncpg.Pool) -> None:
         self.url = url
         self._pool = pool
+        self.ledger = PostgresLedger(self._run)
 
     @classmethod
     async def open(cls, url: str, *, hub_aid: str | None = None) -> PostgresHubStorage:
@@ -145,6 +147,7 @@ class PostgresHubStorage:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK)
             await conn.execute(_SCHEMA)
+            await conn.execute(LEDGER_SCHEMA)
             if hub_aid is None:
                 return
             owner = await conn.fetchval(

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from anet_hub.ledger_sqlite import LEDGER_SCHEMA, SqliteLedger
 from anet_hub.storage import (
     AGENT_COLUMNS,
     AgentRecord,
@@ -85,6 +86,7 @@ class SqliteHubStorage:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._max_bytes = max_bytes
+        self.ledger = SqliteLedger(self._transact)
 
     @classmethod
     async def open(cls, path: Path, *, max_bytes: int | None = None) -> SqliteHubStorage:
@@ -101,6 +103,7 @@ class SqliteHubStorage:
         # Senders then see no `accepted` for those and send again, which the queue dedupes.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.executescript(_SCHEMA)
+        conn.executescript(LEDGER_SCHEMA)
         if self._max_bytes is not None:
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
             conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
@@ -141,6 +144,10 @@ class SqliteHubStorage:
                 conn.execute("ROLLBACK")
             raise
         return result
+
+    async def _transact(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in one transaction on the worker thread (the ledger's way in)."""
+        return await self._call(self._tx, fn)
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         assert self._conn is not None, "storage used after close"

@@ -1,4 +1,5 @@
-"""The one storage interface behind a hub: directory, registrations, queues, reviews, official list.
+"""The one storage interface behind a hub: directory, registrations, queues, reviews, official list,
+ledger.
 
 Everything a hub remembers goes through :class:`HubStorage`. The embedded implementation is
 SQLite (``anet_hub.sqlite``); the shared one is PostgreSQL (``anet_hub.postgres``: several hub
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from anet_core.api import ReasonError
+from anet_hub.ledger import Ledger
 
 
 class AgentState(StrEnum):
@@ -111,6 +113,9 @@ def redacted(url: str) -> str:
 
 
 class HubStorage(Protocol):
+    ledger: Ledger
+    """Credit per AID and the settlements that moved it (anet_hub.ledger)."""
+
     async def close(self) -> None: ...
 
     async def ping(self) -> None:

@@ -1,0 +1,183 @@
+"""The ledger (anet_hub.ledger) in a cluster's PostgreSQL, shared by every instance of the hub.
+
+Each method is one transaction on a pooled connection of
+:class:`anet_hub.postgres.PostgresHubStorage`. Two instances settling the same authorization
+at once insert the same ``(payer, nonce)``: the database lets one in and makes the other wait
+for it, then see its entry (``ON CONFLICT DO NOTHING``), so the amount moves once. Balances are
+locked in AID order before they change, so two transfers in opposite directions never deadlock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+import asyncpg
+
+from anet_hub.ledger import (
+    ENTRY_COLUMNS,
+    MAX_BALANCE,
+    AlreadySettled,
+    Balance,
+    BalanceLimit,
+    EntryKind,
+    Insufficient,
+    LedgerEntry,
+    PayeeFull,
+    Settled,
+    SettleOutcome,
+    Transfer,
+    entry_from_row,
+)
+
+T = TypeVar("T")
+
+LEDGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger_entries (
+    seq BIGSERIAL PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('credit', 'transfer')),
+    payer TEXT COLLATE "C",
+    payee TEXT COLLATE "C" NOT NULL,
+    asset TEXT NOT NULL,
+    amount BIGINT NOT NULL CHECK (amount > 0),
+    transaction_id TEXT NOT NULL UNIQUE,
+    created DOUBLE PRECISION NOT NULL,
+    nonce TEXT,
+    task TEXT,
+    authorization_doc TEXT,
+    settlement_doc TEXT,
+    UNIQUE (payer, nonce)
+);
+CREATE TABLE IF NOT EXISTS ledger_balances (
+    aid TEXT COLLATE "C" NOT NULL,
+    asset TEXT NOT NULL,
+    amount BIGINT NOT NULL CHECK (amount >= 0),
+    PRIMARY KEY (aid, asset)
+);
+"""
+
+
+class Run(Protocol):
+    def __call__(self, fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> Awaitable[T]: ...
+
+
+async def _entry(conn: asyncpg.Connection, where: str, *args: object) -> LedgerEntry | None:
+    row = await conn.fetchrow(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE {where}", *args)
+    return entry_from_row(row) if row else None
+
+
+async def _add(conn: asyncpg.Connection, aid: str, asset: str, amount: int) -> None:
+    await conn.execute("INSERT INTO ledger_balances (aid, asset, amount) VALUES ($1, $2, $3) "
+                       "ON CONFLICT (aid, asset) DO UPDATE SET "
+                       "amount = ledger_balances.amount + excluded.amount", aid, asset, amount)
+
+
+class PostgresLedger:
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    async def credit(self, aid: str, asset: str, amount: int, *, transaction: str,
+                     now: float) -> LedgerEntry:
+        async def credit(conn: asyncpg.Connection) -> LedgerEntry:
+            async with conn.transaction():
+                # Creates the row when it is missing, and locks it either way.
+                balance = await conn.fetchval(
+                    "INSERT INTO ledger_balances (aid, asset, amount) VALUES ($1, $2, 0) "
+                    "ON CONFLICT (aid, asset) DO UPDATE SET amount = ledger_balances.amount "
+                    "RETURNING amount", aid, asset)
+                if balance + amount > MAX_BALANCE:
+                    raise BalanceLimit(int(balance))
+                seq = await conn.fetchval(
+                    "INSERT INTO ledger_entries (kind, payee, asset, amount, transaction_id, "
+                    "created) VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq",
+                    EntryKind.CREDIT.value, aid, asset, amount, transaction, now)
+                await _add(conn, aid, asset, amount)
+                entry = await _entry(conn, "seq = $1", seq)
+            assert entry is not None
+            return entry
+
+        return await self._run(credit)
+
+    async def settle(self, transfer: Transfer) -> SettleOutcome:
+        async def settle(conn: asyncpg.Connection) -> SettleOutcome:
+            async with conn.transaction():
+                # First the nonce: a second settlement of it waits here for the first one's
+                # transaction, holding nothing else, then finds its entry.
+                seq = await conn.fetchval(
+                    "INSERT INTO ledger_entries (kind, payer, payee, asset, amount, "
+                    "transaction_id, created, nonce, task, authorization_doc, settlement_doc) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+                    "ON CONFLICT (payer, nonce) DO NOTHING RETURNING seq",
+                    EntryKind.TRANSFER.value, transfer.payer, transfer.payee, transfer.asset,
+                    transfer.amount, transfer.transaction, transfer.created, transfer.nonce,
+                    transfer.task, json.dumps(transfer.authorization),
+                    json.dumps(transfer.settlement))
+                if seq is None:
+                    original = await _entry(conn, "payer = $1 AND nonce = $2", transfer.payer,
+                                            transfer.nonce)
+                    assert original is not None
+                    return AlreadySettled(original)
+                rows = await conn.fetch(
+                    "SELECT aid, amount FROM ledger_balances WHERE asset = $1 "
+                    "AND aid = ANY($2::text[]) ORDER BY aid FOR UPDATE", transfer.asset,
+                    sorted({transfer.payer, transfer.payee}))
+                held = {row["aid"]: int(row["amount"]) for row in rows}
+                outcome: SettleOutcome | None = None
+                if held.get(transfer.payer, 0) < transfer.amount:
+                    outcome = Insufficient(held.get(transfer.payer, 0))
+                elif (transfer.payee != transfer.payer
+                      and held.get(transfer.payee, 0) + transfer.amount > MAX_BALANCE):
+                    outcome = PayeeFull(held.get(transfer.payee, 0))
+                if outcome is not None:
+                    raise _Refused(outcome)
+                await conn.execute("UPDATE ledger_balances SET amount = amount - $1 "
+                                   "WHERE aid = $2 AND asset = $3", transfer.amount,
+                                   transfer.payer, transfer.asset)
+                await _add(conn, transfer.payee, transfer.asset, transfer.amount)
+                entry = await _entry(conn, "seq = $1", seq)
+            assert entry is not None
+            return Settled(entry)
+
+        try:
+            return await self._run(settle)
+        except _Refused as refused:  # the transaction rolled back: the entry is gone
+            return refused.outcome
+
+    async def transfer_of(self, payer: str, nonce: str) -> LedgerEntry | None:
+        async def read(conn: asyncpg.Connection) -> LedgerEntry | None:
+            return await _entry(conn, "payer = $1 AND nonce = $2", payer, nonce)
+
+        return await self._run(read)
+
+    async def balance(self, aid: str, asset: str) -> int:
+        async def read(conn: asyncpg.Connection) -> int:
+            amount = await conn.fetchval("SELECT amount FROM ledger_balances WHERE aid = $1 "
+                                         "AND asset = $2", aid, asset)
+            return int(amount or 0)
+
+        return await self._run(read)
+
+    async def balances(self, aid: str | None = None) -> list[Balance]:
+        async def read(conn: asyncpg.Connection) -> list[Balance]:
+            rows = await conn.fetch("SELECT aid, asset, amount FROM ledger_balances "
+                                    "WHERE $1::text IS NULL OR aid = $1 ORDER BY aid, asset", aid)
+            return [Balance(row[0], row[1], int(row[2])) for row in rows]
+
+        return await self._run(read)
+
+    async def entries(self, *, after_seq: int = 0, limit: int = 1000) -> list[LedgerEntry]:
+        async def read(conn: asyncpg.Connection) -> list[LedgerEntry]:
+            rows = await conn.fetch(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE seq > $1 "
+                                    "ORDER BY seq LIMIT $2", after_seq, limit)
+            return [entry_from_row(row) for row in rows]
+
+        return await self._run(read)
+
+
+class _Refused(Exception):
+    """Carries a refusal out of the transaction, which rolls it back."""
+
+    def __init__(self, outcome: SettleOutcome) -> None:
+        super().__init__(type(outcome).__name__)
+        self.outcome = outcome

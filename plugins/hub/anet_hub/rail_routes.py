@@ -1,0 +1,92 @@
+"""The rail's HTTP interface on the hub's own listener (docs/payments.md)::
+
+    GET  /x402/supported   x402 SupportedResponse: the scheme, this hub's network, the assets
+    POST /x402/verify      {x402Version, paymentPayload, paymentRequirements} → VerifyResponse
+    POST /x402/settle      the same body → SettleResponse (extra.settlement: signed by the hub)
+    POST /x402/balance     a signed balance request → {"aid", "hub", "balances"}
+
+A refusal of a payment is an answer (200, ``isValid``/``success`` false, with the reason); a
+request that is not JSON is a 400 with the same shape. A storage that fails is a 503
+``{"error", "message"}`` (the app's middleware), and nothing moved.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from x402.schemas import SettleResponse, SupportedResponse, VerifyResponse
+
+from anet_core.protocol.payments import FACILITATOR_PATH, PaymentError
+from anet_hub.rail import HubRail
+
+if TYPE_CHECKING:
+    from anet_hub.app import HubState
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 64 * 1024
+"""A payment request is a few kilobytes; more is not one."""
+
+
+def _x402(model: VerifyResponse | SettleResponse | SupportedResponse,
+          status: int = 200) -> web.Response:
+    return web.json_response(model.model_dump(by_alias=True, exclude_none=True), status=status)
+
+
+async def _body(request: web.Request) -> tuple[bool, object]:
+    """Whether the body is JSON (of a payment request's size), and what it is (the rail refuses
+    anything but an object itself)."""
+    raw = await request.content.read(MAX_REQUEST_BYTES + 1)
+    if len(raw) > MAX_REQUEST_BYTES:
+        return False, None
+    try:
+        return True, json.loads(raw)
+    except ValueError:
+        return False, None
+
+
+def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> None:
+    def rail(request: web.Request) -> HubRail:
+        hub = request.app[state_key]
+        return HubRail(hub.identity, hub.storage)
+
+    async def supported(request: web.Request) -> web.Response:
+        return _x402(await rail(request).supported())
+
+    async def verify(request: web.Request) -> web.Response:
+        parsed, body = await _body(request)
+        answer = await rail(request).verify(body)
+        log.info("event=rail-verify valid=%s reason=%s payer=%s", answer.is_valid,
+                 answer.invalid_reason or "-", answer.payer or "-")
+        return _x402(answer, 200 if parsed else 400)
+
+    async def settle(request: web.Request) -> web.Response:
+        parsed, body = await _body(request)
+        answer = await rail(request).settle(body)
+        log.info("event=rail-settle success=%s reason=%s payer=%s transaction=%s amount=%s",
+                 answer.success, answer.error_reason or "-", answer.payer or "-",
+                 answer.transaction or "-", answer.amount or "-")
+        return _x402(answer, 200 if parsed else 400)
+
+    async def balance(request: web.Request) -> web.Response:
+        hub_rail = rail(request)
+        parsed, body = await _body(request)
+        if not parsed:
+            return web.json_response({"error": "bad-request", "message": "the request body is "
+                                      "not JSON: send a signed balance request"}, status=400)
+        try:
+            aid, balances = await hub_rail.balance(body)
+        except PaymentError as error:
+            status = 404 if error.reason == "unknown-agent" else 403
+            return web.json_response({"error": error.reason, "message": error.message},
+                                     status=status)
+        return web.json_response({"aid": aid, "hub": hub_rail.identity.aid,
+                                  "balances": balances})
+
+    app.router.add_get(f"{FACILITATOR_PATH}/supported", supported)
+    app.router.add_post(f"{FACILITATOR_PATH}/verify", verify)
+    app.router.add_post(f"{FACILITATOR_PATH}/settle", settle)
+    app.router.add_post(f"{FACILITATOR_PATH}/balance", balance)
