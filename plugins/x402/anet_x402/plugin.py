@@ -1,13 +1,26 @@
-"""Hook implementations of the module x402."""
+"""Hook implementations of the module x402.
+
+Each hook imports the code it hands to the core, and a command names its functions with
+``lazy``: loading this module (every command of ``anet`` does) loads none of the module's code.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from anet_core.api import CheckResult, CheckStatus, ConfigBlock, DoctorCheck, hookimpl
+from anet_core.api import (
+    CheckResult,
+    CheckStatus,
+    CliCommand,
+    ConfigBlock,
+    ControlRoutes,
+    DoctorCheck,
+    hookimpl,
+    lazy,
+)
 
 if TYPE_CHECKING:
-    from anet_core.api import CheckContext
+    from anet_core.api import CheckContext, Node
 
 MODULE = "x402"
 
@@ -30,4 +43,20 @@ def anet_config_blocks() -> list[ConfigBlock]:
 @hookimpl
 def anet_doctor_checks() -> list[DoctorCheck]:
     return [DoctorCheck("x402-signer", MODULE, "the node can sign and settle payments now",
-                        signer_state)]
+                        signer_state),
+            DoctorCheck("x402-credit", MODULE, "credit at the home hub's rail",
+                        lazy("anet_x402.balance:credit_check"))]
+
+
+@hookimpl
+def anet_routes(node: Node) -> list[ControlRoutes]:
+    from anet_x402 import balance
+
+    return [ControlRoutes(module=MODULE, routes=[*balance.routes])]
+
+
+@hookimpl
+def anet_cli_commands() -> list[CliCommand]:
+    return [CliCommand("balance", "this node's credit at its home hub's payment rail",
+                       lazy("anet_x402.balance_cli:configure_balance"),
+                       lazy("anet_x402.balance_cli:run_balance"), module=MODULE)]
