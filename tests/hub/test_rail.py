@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +24,16 @@ from anet_core.protocol.payments import (
     verify_settlement,
 )
 from anet_hub import admin
+from anet_hub.deployment import Deployment
+from tests.hub.servers import PostgresServer, postgres  # noqa: F401 - the fixture
 from tests.support.hubs import HubClients, RunningHub
-from tests.support.payments import assert_ledger_conserved, body, ledger_totals, pay, quote
+from tests.support.payments import (
+    assert_ledger_conserved_async,
+    body,
+    ledger_totals_async,
+    pay,
+    quote,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,19 +71,28 @@ class Rail:
         assert status == 200, answer
         return SettleResponse.model_validate(answer)
 
-    def balance(self, identity: Identity) -> int:
-        return ledger_totals(self.data).balance(identity.aid)
+    async def balances(self, *identities: Identity) -> tuple[int, ...]:
+        totals = await ledger_totals_async(self.data)
+        return tuple(totals.balance(identity.aid) for identity in identities)
 
 
-@pytest.fixture
-async def rail(hub: RunningHub, nodes: HubClients) -> AsyncIterator[Rail]:
+@pytest.fixture(params=["sqlite", "postgres"])
+async def rail(request: pytest.FixtureRequest, hub_factory: Callable[..., Awaitable[RunningHub]],
+               nodes: HubClients, tmp_path: Path) -> AsyncIterator[Rail]:
+    if request.param == "sqlite":
+        hub = await hub_factory()
+    else:
+        server: PostgresServer = request.getfixturevalue("postgres")
+        deployment = Deployment(postgres=server.create_database(f"rail_{uuid.uuid4().hex[:12]}"))
+        deployment.write(tmp_path / "hub0")  # where `anet hub credit` finds the database
+        hub = await hub_factory(deployment=deployment)
     await nodes.connect("payer", hub)
     await nodes.connect("payee", hub)
     await asyncio.to_thread(admin.credit, hub.config.data_dir, nodes.identity("payer").aid,
                             "1.00", "USD")
     async with aiohttp.ClientSession() as session:
         yield Rail(hub, session, nodes.identity("payer"), nodes.identity("payee"))
-    assert_ledger_conserved(hub.config.data_dir)
+    await assert_ledger_conserved_async(hub.config.data_dir)
 
 
 async def test_credit_verify_settle_moves_exactly_the_amount(rail: Rail) -> None:
@@ -82,13 +100,13 @@ async def test_credit_verify_settle_moves_exactly_the_amount(rail: Rail) -> None
     payment = pay(rail.payer, requirements)
     verified = await rail.verify(payment)
     assert verified.is_valid and verified.payer == rail.payer.aid, verified
-    assert (rail.balance(rail.payer), rail.balance(rail.payee)) == (100, 0)  # verify moves nothing
+    assert await rail.balances(rail.payer, rail.payee) == (100, 0)  # verify moves nothing
 
     settled = await rail.settle(payment)
     assert settled.success, settled
     assert (settled.payer, settled.amount, settled.network) == (
         rail.payer.aid, "5", rail_network(rail.hub.state.identity.aid))
-    assert (rail.balance(rail.payer), rail.balance(rail.payee)) == (95, 5)
+    assert await rail.balances(rail.payer, rail.payee) == (95, 5)
 
     # The receipt verifies against the hub's key history, as a payee checks it.
     async with rail.session.get(f"{rail.hub.http}/v1/hub") as response:
@@ -101,7 +119,7 @@ async def test_credit_verify_settle_moves_exactly_the_amount(rail: Rail) -> None
             receipt.nonce, receipt.transaction) == (
         rail.payer.aid, rail.payee.aid, "5", "USD", "task-1", authorization["nonce"],
         settled.transaction)
-    transfer, = ledger_totals(rail.data).transfers
+    transfer, = (await ledger_totals_async(rail.data)).transfers
     assert transfer.transaction == settled.transaction
     assert transfer.settlement == settled.extra["settlement"]
     assert transfer.authorization == authorization
@@ -118,7 +136,7 @@ async def test_a_replayed_authorization_moves_nothing_and_returns_the_original(r
     assert again.extra == first.extra and again.transaction == first.transaction
     verified = await rail.verify(payment)
     assert (verified.is_valid, verified.invalid_reason) == (False, "nonce_already_used")
-    assert (rail.balance(rail.payer), rail.balance(rail.payee)) == (93, 7)
+    assert await rail.balances(rail.payer, rail.payee) == (93, 7)
 
 
 async def test_a_replay_after_expiry_still_recovers_the_settlement(rail: Rail) -> None:
@@ -131,7 +149,7 @@ async def test_a_replay_after_expiry_still_recovers_the_settlement(rail: Rail) -
                   nonce=payment["paymentPayload"]["payload"]["authorization"]["nonce"])
     again = await rail.settle(expired)
     assert again.error_reason == "nonce_already_used" and again.extra == first.extra
-    assert rail.balance(rail.payer) == 97
+    assert await rail.balances(rail.payer) == (97,)
 
 
 async def test_concurrent_settles_of_one_authorization_move_once(rail: Rail) -> None:
@@ -142,7 +160,7 @@ async def test_concurrent_settles_of_one_authorization_move_once(rail: Rail) -> 
     assert {answer.error_reason for answer in answers if not answer.success} == \
         {"nonce_already_used"}
     assert {answer.transaction for answer in answers} == {succeeded[0].transaction}
-    assert (rail.balance(rail.payer), rail.balance(rail.payee)) == (90, 10)
+    assert await rail.balances(rail.payer, rail.payee) == (90, 10)
 
 
 async def test_the_older_payload_generation_settles_too(rail: Rail) -> None:
@@ -150,7 +168,7 @@ async def test_the_older_payload_generation_settles_too(rail: Rail) -> None:
     assert (await rail.verify(payment)).is_valid
     settled = await rail.settle(payment)
     assert settled.success, settled
-    assert rail.balance(rail.payee) == 4
+    assert await rail.balances(rail.payee) == (4,)
 
 
 Breaker = Callable[[Rail], Awaitable[tuple[dict[str, Any], str]]]
@@ -244,8 +262,8 @@ async def test_a_refused_payment_names_the_value_and_moves_nothing(rail: Rail, b
     assert (settled.success, settled.error_reason) == (False, reason), settled
     assert named in (settled.error_message or "")
     assert settled.transaction == "" and not settled.extra
-    assert ledger_totals(rail.data).transfers == []
-    assert rail.balance(rail.payer) == 100
+    assert (await ledger_totals_async(rail.data)).transfers == []
+    assert await rail.balances(rail.payer) == (100,)
 
 
 async def test_a_body_that_is_not_json_is_a_clear_400(rail: Rail) -> None:

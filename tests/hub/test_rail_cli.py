@@ -15,7 +15,7 @@ from anet_core.errors import AnetError
 from anet_core.identity import Identity
 from anet_hub import admin
 from tests.support.hubs import HubClients, RunningHub
-from tests.support.payments import assert_ledger_conserved
+from tests.support.payments import assert_ledger_conserved_async
 from tests.support.processes import ANET, REPO, anet_async
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,7 +50,7 @@ async def test_credit_and_ledger_while_the_hub_runs_and_after(hub: RunningHub, n
                                    {"aid": alice, "asset": "USDC", "amount": "0.000001"}]
     text = (await anet_async(node_dir, "hub", "ledger", "--data", data)).stdout
     assert "operator -> " + alice in text and "1.25 USD" in text
-    assert_ledger_conserved(hub.config.data_dir)
+    await assert_ledger_conserved_async(hub.config.data_dir)
 
 
 async def test_bad_credit_names_the_value_and_credits_nothing(hub: RunningHub, nodes: HubClients,
@@ -75,7 +75,7 @@ async def test_bad_credit_names_the_value_and_credits_nothing(hub: RunningHub, n
             await asyncio.to_thread(admin.credit, data, alice, amount, asset)
         assert bad.value.reason == reason, (amount, bad.value)
         assert repr(amount) in bad.value.message or asset in bad.value.message, bad.value.message
-    totals = assert_ledger_conserved(data)
+    totals = await assert_ledger_conserved_async(data)
     assert totals.entries == []
 
 

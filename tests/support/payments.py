@@ -1,10 +1,11 @@
 """Payments at a hub rail, for tests: the ledger's totals (conservation), quotes and payloads.
 
-``assert_ledger_conserved(hub.config.data_dir)`` after every paid test: the credits the operator
-gave equal the balances, and the balances replayed from the entries equal the stored ones (no
-amount moved twice, none lost). It reads the hub's storage (hub.db, or the PostgreSQL of its
-cluster.json) on a thread of its own, so it works from synchronous and asynchronous tests,
-with the hub running or not. Needs the hub module.
+``assert_ledger_conserved(hub_data_dir)`` after every paid test: the credits the operator gave
+equal the balances, and the balances replayed from the entries equal the stored ones (no amount
+moved twice, none lost). It reads the hub's storage (hub.db, or the PostgreSQL of its
+cluster.json), with the hub running or not. The synchronous forms read on a thread of their
+own; a test whose hub runs in its own event loop awaits the ``…_async`` forms instead, which
+never block that loop (a PostgreSQL hub would otherwise wait for itself). Needs the hub module.
 """
 
 from __future__ import annotations
@@ -71,27 +72,33 @@ async def ledger_totals_of(storage: HubStorage) -> LedgerTotals:
         replayed={key: amount for key, amount in replayed.items() if amount}, entries=entries)
 
 
-async def _read(data_dir: Path) -> LedgerTotals:
-    storage = await open_existing(data_dir)
-    try:
-        return await ledger_totals_of(storage)
-    finally:
-        await storage.close()
-
-
-def ledger_totals(hub_data_dir: Path) -> LedgerTotals:
+async def ledger_totals_async(hub_data_dir: Path) -> LedgerTotals:
     """The ledger of the hub served from ``hub_data_dir`` (empty when it never started)."""
     if not Deployment.read(hub_data_dir).clustered \
             and not (hub_data_dir / SQLITE_FILE).exists():
         return LedgerTotals({}, {}, {}, {}, [])
+    async with asyncio.timeout(READ_TIMEOUT_S):
+        storage = await open_existing(hub_data_dir)
+        try:
+            return await ledger_totals_of(storage)
+        finally:
+            await storage.close()
+
+
+def ledger_totals(hub_data_dir: Path) -> LedgerTotals:
+    """:func:`ledger_totals_async` from synchronous code (a hub in another process)."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, _read(hub_data_dir)).result(READ_TIMEOUT_S)
+        return pool.submit(asyncio.run, ledger_totals_async(hub_data_dir)).result()
 
 
 def assert_ledger_conserved(hub_data_dir: Path) -> LedgerTotals:
     """Fail unless every asset's balances add up to its credits and every balance is what the
     entries make it; returns the totals for further checks."""
     return assert_conserved(ledger_totals(hub_data_dir))
+
+
+async def assert_ledger_conserved_async(hub_data_dir: Path) -> LedgerTotals:
+    return assert_conserved(await ledger_totals_async(hub_data_dir))
 
 
 def assert_conserved(totals: LedgerTotals) -> LedgerTotals:

@@ -15,7 +15,7 @@ from anet_core.protocol.payments import rail_network
 from anet_hub import admin
 from anet_x402.rail import RailClient, RailError, rail_url
 from tests.support.hubs import HubClients, RunningHub, hub, hub_factory, nodes  # noqa: F401
-from tests.support.payments import assert_ledger_conserved, pay, quote
+from tests.support.payments import assert_ledger_conserved_async, pay, quote
 from tests.support.processes import free_port
 
 pytestmark = pytest.mark.timeout(60)
@@ -29,7 +29,7 @@ async def rail(hub: RunningHub, nodes: HubClients) -> AsyncIterator[RailClient]:
                             "0.50", "USD")
     async with RailClient(hub.url) as client:
         yield client
-    assert_ledger_conserved(hub.config.data_dir)
+    await assert_ledger_conserved_async(hub.config.data_dir)
 
 
 def _payment(hub: RunningHub, payer: Identity, payee: Identity,  # noqa: F811
