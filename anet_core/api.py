@@ -32,6 +32,9 @@ from anet_core.records import (
     ControlRoutes,
     DirectorySource,
     DoctorCheck,
+    EndingTask,
+    GateAction,
+    GateVerdict,
     InboundTask,
     KeyRotationStep,
     Lifespan,
@@ -43,6 +46,7 @@ from anet_core.records import (
     Responder,
     SkillSource,
     TaskClaim,
+    TaskGate,
 )
 from anet_core.util.lazy import lazy
 
@@ -131,6 +135,9 @@ __all__ = [
     "DataPaths",
     "DirectorySource",
     "DoctorCheck",
+    "EndingTask",
+    "GateAction",
+    "GateVerdict",
     "GoDuration",
     "HistoryError",
     "HubError",
@@ -164,6 +171,7 @@ __all__ = [
     "TaskClaim",
     "TaskError",
     "TaskEvents",
+    "TaskGate",
     "TaskLayer",
     "TaskMetadata",
     "TaskSubscription",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ControlRoutes,
         DirectorySource,
         DoctorCheck,
+        EndingTask,
         InboundTask,
         KeyRotationStep,
         Lifespan,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         PolicyVeto,
         SkillSource,
         TaskClaim,
+        TaskGate,
     )
     from anet_core.settings import DataPaths
     from anet_core.tasks.policy import InboundPolicy
@@ -178,6 +180,65 @@ def anet_take_task(node: Node, task: InboundTask) -> TaskClaim | None:
     """
 
 
+@hookspec(firstresult=True)
+def anet_task_gate(node: Node, task: InboundTask) -> TaskGate | None:
+    """Hold an inbound task back until its requester meets a condition (module x402: a payment).
+
+    Called by the task layer inside the transaction that receives the message (so no I/O), in
+    hook order, stopping at the first non-None result: for each new network or local task the
+    policy does not close, before ``anet_take_task``; and for each answer on a task that waits
+    for input and that no module serves at this moment (``task.continued`` True,
+    ``task.question`` the status message it answers). None lets the task go on as usual. A
+    :class:`TaskGate` gives its :class:`GateVerdict` at once (``verdict``) or through ``check``,
+    awaited after the commit. PASS hands the task on, with its first message and request
+    metadata, to ``anet_take_task`` or the inbox (the trust rule of ``anet_take_task`` applies
+    then), and the task's end is offered to ``anet_task_ending``; HOLD makes it wait for input
+    with the verdict's message; FAIL ends it. An answer the daemon received but had not decided
+    when it stopped is offered again when the node takes tasks again.
+
+    Example::
+
+        @hookimpl
+        def anet_task_gate(node, task):
+            if task.skill != "greet":
+                return None
+            if not task.continued:
+                return TaskGate(module="greeter", verdict=GateVerdict(
+                    GateAction.HOLD, "Say the password first."))
+
+            async def check():
+                if await password_ok(task.message):
+                    return GateVerdict(GateAction.PASS)
+                return GateVerdict(GateAction.FAIL, "Wrong password.")
+
+            return TaskGate(module="greeter", check=check)
+    """
+
+
+@hookspec(firstresult=True)
+def anet_task_ending(node: Node, task: EndingTask) -> TaskGate | None:
+    """Act on the end of a task a module's gate admitted, before that end is committed.
+
+    Called by the task layer when a task that ``anet_task_gate`` passed reaches a terminal
+    state from a module (its responder) or the operator (``anet reply``, ``anet reject``), not
+    from the requester's cancel; ``task.gate`` names the module whose gate admitted it. The
+    core awaits the gate's ``check`` (or takes its ``verdict``): PASS commits the end, with the
+    verdict message's metadata joined to the final status message; FAIL ends the task as
+    failed instead, artifacts withheld. A failing check ends the task as failed. Module x402
+    settles the payment here and adds the receipts.
+
+    Example::
+
+        @hookimpl
+        def anet_task_ending(node, task):
+            if task.gate != "greeter":
+                return None
+            return TaskGate(module="greeter", verdict=GateVerdict(
+                GateAction.PASS, {"parts": [{"text": "done"}],
+                                  "metadata": {"greeter.greeted": True}}))
+    """
+
+
 @hookspec
 def anet_card_extensions(node: Node, peer: PeerInfo) -> list[CardExtension]:
     """Declare A2A extensions on the proxy card of a remote agent (local A2A endpoint).
@@ -259,6 +320,8 @@ def anet_card_skills(node: Node) -> list[SkillSource]:
     when a periodic refresh finds the skills changed). The core awaits each source's ``read``
     with a timeout and leaves out one that fails; a skill whose id config.json already lists
     keeps the configured entry.
+    ``SkillSource.prices`` names the card's skills the module charges for: the card's ``charge``
+    is derived from them (free, partial, paid).
 
     Example::
 

@@ -17,10 +17,18 @@ from anet_core.config import Config, load_config
 from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity
 from anet_core.link import HubLink
+from anet_core.link.card import card_prices
 from anet_core.link.client import HubClient, node_hub_client, open_hub_link
 from anet_core.metrics import NodeMetrics
 from anet_core.plugins import Plugins
-from anet_core.records import InboundTask, PolicyVeto, SkillSource, TaskClaim
+from anet_core.records import (
+    EndingTask,
+    InboundTask,
+    PolicyVeto,
+    SkillSource,
+    TaskClaim,
+    TaskGate,
+)
 from anet_core.settings import DataPaths, Settings
 from anet_core.store import Store, open_store
 from anet_core.tasks import InboundPolicy, TaskLayer
@@ -187,12 +195,23 @@ class NodeHooks:
         claim: TaskClaim | None = self._plugins.hook.anet_take_task(node=self.node, task=task)
         return claim
 
+    def task_gate(self, task: InboundTask) -> TaskGate | None:
+        gate: TaskGate | None = self._plugins.hook.anet_task_gate(node=self.node, task=task)
+        return gate
+
+    def task_ending(self, task: EndingTask) -> TaskGate | None:
+        gate: TaskGate | None = self._plugins.hook.anet_task_ending(node=self.node, task=task)
+        return gate
+
     def policy_vetoes(self, policy: InboundPolicy) -> list[PolicyVeto]:
         return [veto for veto in self._plugins.hook.anet_policy_veto(
             node=self.node, policy=policy) if veto is not None]
 
     def card_skills(self) -> list[SkillSource]:
         return self._plugins.collect("anet_card_skills", node=self.node)
+
+    def card_prices(self) -> dict[str, dict[str, Any]]:
+        return card_prices(self.card_skills)
 
 
 NODE_KEY = web.AppKey("node", Node)

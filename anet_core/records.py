@@ -136,6 +136,9 @@ class InboundTask:
     ``local:<module>:<principal>``, not an AID): the ``anet.*`` keys that module set about the
     caller, e.g. ``anet.publish_alias`` and ``anet.publish_token`` for the a2a module's published
     aliases. Pass them on to a backend as ``anet.peer_aid`` is; None for a network task."""
+    question: dict[str, Any] | None = None
+    """For the requester's answer on a task that waits for input: the agent's status message it
+    answers (A2A Message wire JSON, e.g. a gate's quote); None for a new task."""
 
 
 MessageLike = str | dict[str, Any]
@@ -213,6 +216,72 @@ class TaskClaim:
     serve: Callable[[InboundTask, Responder], Awaitable[None]]
 
 
+class GateAction(StrEnum):
+    """What a module's gate (``anet_task_gate``, ``anet_task_ending``) does with a task."""
+
+    PASS = "pass"
+    """Hand the task on (to the modules' ``anet_take_task``, else the inbox), or, at its end,
+    let the end through."""
+    HOLD = "hold"
+    """The task waits for the requester's input with the verdict's message (a quote); the
+    requester's answer is offered to the gate again."""
+    FAIL = "fail"
+    """The task fails with the verdict's message; nothing reaches a module or the inbox (at its
+    end: the artifacts are withheld)."""
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """A gate's decision on one task.
+
+    ``message`` is an agent message (text, or an A2A Message in wire JSON; the core fills in the
+    ids): the status message of HOLD and FAIL; for PASS at the task's end, its ``metadata`` joins
+    the final status message (and it becomes that message when the end has none). ``records``
+    are evidence records ``(kind, data)`` the core appends once the verdict is committed.
+    """
+
+    action: GateAction
+    message: MessageLike | None = None
+    records: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskGate:
+    """A module's hold on an inbound task (``anet_task_gate``) or on its end
+    (``anet_task_ending``): ``verdict`` decided at once (inside the receiving transaction), or
+    ``check``, awaited by the core (it may do I/O: ask a payment rail) for the verdict."""
+
+    module: str
+    verdict: GateVerdict | None = None
+    check: Callable[[], Awaitable[GateVerdict]] | None = None
+
+
+@dataclass(frozen=True)
+class EndingTask:
+    """An inbound task a gate admitted, about to end (``anet_task_ending``): the end a module or
+    the operator gave it (``state``, ``message``, ``artifacts``, ``message_reply``), the task as
+    stored (``task``: A2A Task wire JSON with its history), its ``anet.reason`` and the ``gate``
+    module that admitted it. ``outcome`` is that end as JSON, what ``TaskLayer.end_received``
+    takes to give the same end again (after a restart)."""
+
+    task_id: str
+    peer_aid: str
+    skill: str | None
+    gate: str
+    state: str
+    message: dict[str, Any] | None
+    artifacts: list[dict[str, Any]]
+    task: dict[str, Any]
+    reason: str | None = None
+    message_reply: bool = False
+
+    @property
+    def outcome(self) -> dict[str, Any]:
+        """The end as plain JSON (to persist it, and give it again with ``end_received``)."""
+        return {"state": self.state, "message": self.message, "artifacts": self.artifacts,
+                "reason": self.reason, "messageReply": self.message_reply}
+
+
 @dataclass(frozen=True)
 class PolicyVeto:
     """A module's refusal of an inbound policy (``anet_policy_veto``): ``reason`` names what in
@@ -237,6 +306,11 @@ class SkillSource:
     backend: str | None = None
     """The ``match`` of the configured backend these skills come from, when they come from one
     (the a2a module publishes an alias with the skills its backend really offers)."""
+    prices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The card's skills (from any source) this module charges for: skill id → its price as
+    JSON (module x402: ``{"amount", "asset", "networks"}``). The card's ``charge`` is ``free``
+    when none of its skills is priced, ``paid`` when all are, else ``partial``; the prices are
+    what the extended card tells a requester."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 The card (docs/protocol.md, "Directory") is signed afresh and published at every registration.
 Its skills are the configured ones (config.json's ``node`` section) and those the modules offer
 (``anet_card_skills``); those can change while the node runs, so they are compared every
-``CARD_REFRESH_S`` and the card is published again when they did.
+``CARD_REFRESH_S`` and the card is published again when they did. Its ``charge`` says whether
+they cost something (:func:`charge_of`, from the skills the modules price: ``SkillSource.prices``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from anet_core.identity import Identity, sign_document
@@ -33,6 +35,23 @@ SKILL_SOURCE_TIMEOUT_S = 10.0
 Skills = list[dict[str, Any]]
 
 
+class Charge(StrEnum):
+    """The card's ``charge``: do this agent's skills cost something?"""
+
+    FREE = "free"
+    PARTIAL = "partial"
+    PAID = "paid"
+
+
+def charge_of(skills: Skills, priced: frozenset[str]) -> Charge:
+    """``free`` when none of ``skills`` is priced, ``paid`` when all are, else ``partial``."""
+    ids = {skill.get("id") for skill in skills}
+    charged = ids & priced
+    if not charged:
+        return Charge.FREE
+    return Charge.PAID if charged == ids else Charge.PARTIAL
+
+
 @dataclass
 class CardContent:
     """What this node says about itself; the modules' skills are added at each publication."""
@@ -40,7 +59,8 @@ class CardContent:
     name: str
     description: str
     skills: Skills = field(default_factory=list)
-    charge: str = "free"
+    charge: Charge = Charge.FREE
+    """Set at each publication from the skills the modules price (:func:`charge_of`)."""
 
 
 def card_from_config(section: NodeSection) -> CardContent:
@@ -54,12 +74,14 @@ class CardPublisher:
 
     def __init__(self, identity: Identity, content: CardContent, *,
                  request: Callable[[dict[str, Any]], Awaitable[HubFrame]],
-                 module_skills: Callable[[], Awaitable[Skills]] | None = None) -> None:
+                 module_skills: Callable[[], Awaitable[Skills]] | None = None,
+                 priced: Callable[[], frozenset[str]] | None = None) -> None:
         self._identity = identity
         self._content = content
         self._request = request
         self._module_skills = module_skills
-        self._published_skills: Skills | None = None
+        self._priced = priced
+        self._published: tuple[Skills, Charge] | None = None
 
     async def publish(self, home_hub: str) -> None:
         """Publish now; a refusal is logged (the card is published again at the next
@@ -71,7 +93,8 @@ class CardPublisher:
 
     async def refresh(self, home_hub: str) -> None:
         """Publish again if the skills the modules offer changed since the last publication."""
-        if await self._skills() != self._published_skills:
+        skills = await self._skills()
+        if (skills, self._charge(skills)) != self._published:
             await self.publish(home_hub)
 
     async def _skills(self) -> Skills:
@@ -81,15 +104,19 @@ class CardPublisher:
         known = {skill.get("id") for skill in skills}
         return skills + [skill for skill in offered if skill.get("id") not in known]
 
+    def _charge(self, skills: Skills) -> Charge:
+        return charge_of(skills, self._priced() if self._priced is not None else frozenset())
+
     async def _publish(self, home_hub: str) -> None:
         content = self._content
         skills = await self._skills()
+        content.charge = self._charge(skills)
         signed = sign_document(self._identity, {
             "type": CARD_TYPE, "name": content.name, "description": content.description,
-            "skills": skills, "charge": content.charge, "homeHub": home_hub,
+            "skills": skills, "charge": content.charge.value, "homeHub": home_hub,
             "publishedAt": int(time.time())})
         await self._request({"type": "publish", "card": signed})
-        self._published_skills = skills
+        self._published = (skills, content.charge)
         log.info("event=card-published url=%s keySeq=%d", home_hub, signed["keySeq"])
 
 
@@ -107,6 +134,21 @@ async def module_skills(skill_sources: Callable[[], list[SkillSource]]) -> Skill
             return []
 
     return [skill for skills in await asyncio.gather(*map(read, sources)) for skill in skills]
+
+
+def card_prices(skill_sources: Callable[[], list[SkillSource]]) -> dict[str, dict[str, Any]]:
+    """The prices the modules give for the card's skills (``SkillSource.prices``); the first
+    module to price a skill wins."""
+    prices: dict[str, dict[str, Any]] = {}
+    for source in skill_sources():
+        for skill, price in source.prices.items():
+            prices.setdefault(skill, price)
+    return prices
+
+
+def priced_skills(skill_sources: Callable[[], list[SkillSource]]) -> frozenset[str]:
+    """The ids of the card's skills that some module prices."""
+    return frozenset(card_prices(skill_sources))
 
 
 async def refresh_card_forever(refresh: Callable[[], Awaitable[None]]) -> None:

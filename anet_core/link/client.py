@@ -27,6 +27,7 @@ from anet_core.link.card import (
     Skills,
     card_from_config,
     module_skills,
+    priced_skills,
     refresh_card_forever,
 )
 from anet_core.link.connection import Channel, HubConnection, normalize_hub_url
@@ -59,7 +60,8 @@ class HubClient:
 
     def __init__(self, identity: Identity, *, url: str | None, pin_path: Path,
                  card: CardContent | None = None,
-                 module_skills: Callable[[], Awaitable[Skills]] | None = None) -> None:
+                 module_skills: Callable[[], Awaitable[Skills]] | None = None,
+                 priced: Callable[[], frozenset[str]] | None = None) -> None:
         self._identity = identity
         self._connection = HubConnection(identity, url=url, pin_path=pin_path,
                                          on_open=self._opened, on_registered=self._registered)
@@ -67,7 +69,8 @@ class HubClient:
                                     lambda: self._connection.hub_history)
         self._delivery = Delivery(on_failure=self._directory.forget)
         self._card = None if card is None else CardPublisher(
-            identity, card, request=self._connection.request, module_skills=module_skills)
+            identity, card, request=self._connection.request, module_skills=module_skills,
+            priced=priced)
 
     @property
     def status(self) -> JoinStatus:
@@ -157,7 +160,8 @@ def node_hub_client(identity: Identity, config: Config, paths: DataPaths,
     modules' skills (``skill_sources``: ``anet_card_skills``); :func:`open_hub_link` runs it."""
     return HubClient(identity, url=config.hub.url, pin_path=paths.hub_pin,
                      card=card_from_config(config.node),
-                     module_skills=partial(module_skills, skill_sources))
+                     module_skills=partial(module_skills, skill_sources),
+                     priced=partial(priced_skills, skill_sources))
 
 
 @asynccontextmanager

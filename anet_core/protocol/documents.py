@@ -29,6 +29,7 @@ RECEIPT_TYPE = "anet.receipt/v1"
 """As the provider's task layer issues them (``anet_core.tasks.receipts``)."""
 REVIEW_TYPE = "anet.review"
 OFFICIAL_LIST_TYPE = "anet.official-list"
+EXTENDED_CARD_TYPE = "anet.extended-card/v1"
 COMPLETED = "TASK_STATE_COMPLETED"
 
 MAX_CARD_BYTES = 64 * 1024
@@ -65,6 +66,17 @@ class NetworkCard(SignedContent):
     charge: Literal["free", "partial", "paid"] = "free"
     homeHub: Annotated[str, StringConstraints(max_length=2048)]
     publishedAt: int = Field(ge=0)
+
+
+class ExtendedCard(SignedContent):
+    """What an agent tells one requester beyond its network card: the prices of its skills
+    (skill id → ``{"amount", "asset", "networks"}``), signed for that ``requester``."""
+
+    type: Literal["anet.extended-card/v1"]
+    agent: Aid
+    requester: Aid
+    prices: dict[_Word, dict[str, Any]] = Field(default_factory=dict, max_length=64)
+    issuedAt: int = Field(ge=0)
 
 
 class Receipt(SignedContent):

@@ -74,6 +74,12 @@ class TaskMetadata(StrEnum):
     token (``anet publish token add <name>``)."""
     DIRECT_PEER = "anet.direct_peer"
     """On a task at a direct peer (the a2a module's local endpoint): the peer's name."""
+    GATE = "anet.gate"
+    """On a task (provider side): the module whose gate (``anet_task_gate``) admitted it; its
+    end is offered to that module (``anet_task_ending``)."""
+    GATE_REQUEST = "anet.gate_request"
+    """On a task a gate held (provider side): the request metadata of its first message, handed
+    on with that message once the gate admits it."""
     PEER_ERROR = "anet.peer_error"
     """On a task a direct peer's answer ended (the a2a module): the ``error`` and, for a
     JSON-RPC error, its ``code`` and A2A reason (``a2aReason``)."""
@@ -209,11 +215,32 @@ class TaskAlive(BaseModel):
     tasks: list[AliveTask] = Field(min_length=1, max_length=MAX_ALIVE_TASKS)
 
 
-TaskBody = Annotated[TaskMessage | TaskCancel | TaskUpdate | TaskAlive,
+class CardRequest(BaseModel):
+    """Requester → agent: send me your extended card (docs/payments.md, "The extended card")."""
+
+    model_config = BODY_CONFIG
+
+    type: Literal["card.request"] = "card.request"
+    request_id: str = Field(alias="requestId", pattern=r"^[A-Za-z0-9_-]{8,64}$")
+
+
+class CardReply(BaseModel):
+    """Agent → requester: the extended card (a signed document), or why it is not given."""
+
+    model_config = BODY_CONFIG
+
+    type: Literal["card.reply"] = "card.reply"
+    request_id: str = Field(alias="requestId", pattern=r"^[A-Za-z0-9_-]{8,64}$")
+    card: dict[str, Any] | None = None
+    refusal: str | None = Field(default=None, max_length=500)
+
+
+TaskBody = Annotated[TaskMessage | TaskCancel | TaskUpdate | TaskAlive | CardRequest | CardReply,
                      Field(discriminator="type")]
 TASK_BODY = TypeAdapter(TaskBody)
 
 
-def wire_body(body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive) -> dict[str, Any]:
+def wire_body(body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive | CardRequest
+              | CardReply) -> dict[str, Any]:
     """The JSON object sealed into an envelope (camelCase, unset optional fields left out)."""
     return body.model_dump(mode="json", by_alias=True, exclude_none=True)

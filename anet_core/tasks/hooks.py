@@ -1,20 +1,33 @@
 """What the task layer asks the node's modules, through their hooks (docs/plugins.md).
 
 The layer sees only this protocol, not the plugin manager or the node: ``anet_core.node``
-implements it over the modules' ``anet_take_task`` and ``anet_policy_veto``.
+implements it over the modules' ``anet_take_task``, ``anet_task_gate``, ``anet_task_ending``
+and ``anet_policy_veto``.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from anet_core.records import InboundTask, PolicyVeto, TaskClaim
+from anet_core.records import EndingTask, InboundTask, PolicyVeto, TaskClaim, TaskGate
 from anet_core.tasks.policy import InboundPolicy
 
 
 class TaskHooks(Protocol):
     def take_task(self, task: InboundTask) -> TaskClaim | None:
         """The first module's claim on an inbound task (``anet_take_task``), or None."""
+        ...
+
+    def card_prices(self) -> dict[str, dict[str, Any]]:
+        """The prices of the card's skills, as the modules give them (``SkillSource.prices``)."""
+        ...
+
+    def task_gate(self, task: InboundTask) -> TaskGate | None:
+        """The first module's hold on an inbound task or answer (``anet_task_gate``), or None."""
+        ...
+
+    def task_ending(self, task: EndingTask) -> TaskGate | None:
+        """The gate's hold on the end of a task it admitted (``anet_task_ending``), or None."""
         ...
 
     def policy_vetoes(self, policy: InboundPolicy) -> list[PolicyVeto]:

@@ -26,12 +26,15 @@ from anet_core.protocol.envelope import (
 )
 from anet_core.protocol.tasks import (
     TASK_BODY,
+    CardReply,
+    CardRequest,
     TaskAlive,
     TaskCancel,
     TaskMessage,
     TaskUpdate,
 )
 from anet_core.store import Store
+from anet_core.tasks.cards import ExtendedCards
 from anet_core.tasks.common import Effects
 from anet_core.tasks.provider import Provider
 from anet_core.tasks.requester import Requester
@@ -50,7 +53,7 @@ class InboundEnvelopes:
     module docstring): each is opened, checked and given to the requester or the provider."""
 
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, requester: Requester,
-                 provider: Provider, metrics: NodeMetrics,
+                 provider: Provider, cards: ExtendedCards, metrics: NodeMetrics,
                  run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
         self._metrics = metrics
@@ -58,6 +61,7 @@ class InboundEnvelopes:
         self._identity = identity
         self._requester = requester
         self._provider = provider
+        self._cards = cards
         self._run_effects = run_effects
 
     async def __call__(self, envelope: dict[str, Any]) -> None:
@@ -121,8 +125,12 @@ class InboundEnvelopes:
         await self._run_effects(effects)
 
     def _dispatch(self, sender: str, history: VerifiedHistory,
-                  body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive,
-                  sent_at: float) -> Effects:
+                  body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive | CardRequest
+                  | CardReply, sent_at: float) -> Effects:
+        if isinstance(body, CardRequest):
+            return self._cards.on_request(sender, body)
+        if isinstance(body, CardReply):
+            return self._cards.on_reply(sender, body)
         if isinstance(body, TaskAlive):
             return self._requester.on_alive(sender, body, sent_at)
         if isinstance(body, TaskMessage):

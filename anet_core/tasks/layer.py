@@ -13,7 +13,9 @@ from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity, check_aid
 from anet_core.link import HubLink, PeerInfo
 from anet_core.metrics import NodeMetrics
+from anet_core.protocol.tasks import Reason
 from anet_core.store import Store
+from anet_core.tasks.cards import ExtendedCards
 from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.hooks import TaskHooks
@@ -69,8 +71,11 @@ class TaskLayer:
                              on_accepted=self.requester.on_accepted,
                              on_deferred=self.requester.on_deferred, metrics=metrics,
                              run_effects=run_effects)
+        self.cards = ExtendedCards(store=store, hub=hub, identity=identity,
+                                   prices=hooks.card_prices)
         self.inbound = InboundEnvelopes(store=store, hub=hub, identity=identity,
                                         requester=self.requester, provider=self.provider,
+                                        cards=self.cards,
                                         metrics=metrics, run_effects=run_effects)
 
     # --- requester API (see Requester for the rules) ----------------------------------------
@@ -127,6 +132,26 @@ class TaskLayer:
     async def reject(self, task_id: str, reason: str | None = None) -> dict[str, Any]:
         """Refuse an inbox task; ``reason`` is shown to the requester."""
         return await self.provider.reject(task_id, reason)
+
+    async def extended_card(self, aid: str) -> dict[str, Any]:
+        """The extended card the agent ``aid`` signed for this node (docs/payments.md, "The
+        extended card"): a signed document with its prices, checked. :class:`TaskError`
+        ``card-refused`` when the agent does not give it, ``hub-unavailable`` when it cannot be
+        asked now."""
+        check_aid(aid)
+        return await self.cards.fetch(aid)
+
+    async def end_received(self, task_id: str, outcome: dict[str, Any]) -> None:
+        """End a received task as a module's responder would (``EndingTask.outcome``: state,
+        message, artifacts, reason, messageReply): a gate's module gives the end again that a
+        stop interrupted (the end is offered to that gate first, as always). A task that has
+        ended already is left as it is."""
+        reason = outcome.get("reason")
+        await self.provider.report(
+            task_id, TaskState(outcome["state"]), message=outcome.get("message"), chunks=[],
+            final_artifacts=list(outcome.get("artifacts") or []),
+            reason=None if reason is None else Reason(reason),
+            message_reply=bool(outcome.get("messageReply")))
 
     # --- tasks a module's own surface hands in (provider side, see tasks/local.py) ----------
 
@@ -196,6 +221,8 @@ class TaskLayer:
         """Take envelopes from the hub from now on. The daemon calls this once its modules have
         started, so that no task arrives before the module that would claim it is ready."""
         self._hub.set_receiver(self.inbound)
+        rechecks = self.provider.recheck_answers()
+        self._start(lambda: self._services.run(rechecks))
 
     async def stop(self) -> None:
         """Stop the loops and any module still serving a task (it resumes from the inbox)."""

@@ -19,6 +19,12 @@ A module's ``serve`` does not survive a restart: tasks it was serving move to th
 the node starts again, so the operator can finish them (nothing is lost, nothing done twice).
 A task that was waiting for the requester's input stays as it is: the requester's answer is
 offered to the modules again (``InboundTask.continued``), and goes to the inbox if none claims it.
+
+A module's gate (``anet_task_gate``; module x402 charges for skills with it) can hold a task
+before any module or the inbox sees it: it waits for input (a quote) until the gate passes it on
+with its first message, or fails it; the end of a task a gate passed is offered to that gate
+first (``anet_task_ending``: the payment settles). An answer whose check a stop interrupted is
+checked again when the node takes tasks again (``tasks/gates.py``).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from anet_core.tasks.common import (
     status_event,
     text_message,
 )
+from anet_core.tasks.gates import GATE_REQUEST, GateEnd, TaskGates
 from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.origin import ORIGIN, is_local_peer
 from anet_core.tasks.policy import InboundPolicy, policy_in
@@ -93,6 +100,8 @@ class Provider:
         self._metrics = metrics
         self._run_effects = run_effects
         self._responders: dict[str, TaskResponder] = {}
+        self._gates = TaskGates(store=store, hooks=hooks, run_effects=run_effects,
+                                emit=self._emit, hand_on=self._hand_on)
 
     # --- inbound messages (called inside the receiving transaction) ---------------------------
 
@@ -151,28 +160,43 @@ class Provider:
         inbound = InboundTask(task_id=body.task_id, context_id=body.context_id, peer_aid=sender,
                               trusted=trusted, skill=body.skill, message=body.message,
                               metadata=body.metadata, origin=origin)
+        gate = None if policy is InboundPolicy.CLOSED or not offer else self._gates.gate(inbound)
+        if gate is not None:
+            if body.metadata:
+                task["metadata"][GATE_REQUEST] = body.metadata
+            log.info("event=task-held task=%s from=%s module=%s", body.task_id, sender,
+                     gate.module)
+            self._gates.apply(stored, gate, effects)
+            return effects
+        self._hand_on(stored, inbound, effects, offer=offer)
+        return effects
+
+    def _hand_on(self, stored: StoredTask, inbound: InboundTask, effects: Effects, *,
+                 offer: bool) -> None:
+        """Offer a task to the modules (unless ``offer`` is False); unclaimed, it waits in the
+        inbox or is rejected by the policy and the trust rule."""
+        policy, trusted, sender = policy_in(self._store), inbound.trusted, inbound.peer_aid
         claim = None if policy is InboundPolicy.CLOSED or not offer else self._claim(inbound)
         refusal = self._refusal(policy, trusted, claimed=claim is not None)
         if refusal is not None:
-            log.info("event=task-rejected task=%s from=%s reason=%s", body.task_id, sender,
+            log.info("event=task-rejected task=%s from=%s reason=%s", stored.id, sender,
                      refusal.value)
             note = text_message(REJECTION_NOTES[refusal], role="ROLE_AGENT",
-                                context_id=body.context_id, task_id=body.task_id)
+                                context_id=stored.context_id, task_id=stored.id)
             self._emit(stored, TaskState.TASK_STATE_REJECTED, effects, message=note,
                        reason=refusal, final_artifacts=[])
-            effects.record("task.rejected", taskId=body.task_id, peer=sender,
+            effects.record("task.rejected", taskId=stored.id, peer=sender,
                            reason=refusal.value)
-            return effects
+            return
         if not trusted:
             log.info("event=untrusted-task-accepted task=%s from=%s module=%s policy=%s",
-                     body.task_id, sender, claim.module if claim else "none-inbox", policy.value)
-        effects.record("task.accepted", taskId=body.task_id, peer=sender, trusted=trusted,
-                       skill=body.skill, module=claim.module if claim else None)
+                     stored.id, sender, claim.module if claim else "none-inbox", policy.value)
+        effects.record("task.accepted", taskId=stored.id, peer=sender, trusted=trusted,
+                       skill=stored.skill, module=claim.module if claim else None)
         if claim is None:
             self._to_inbox(stored, effects)
         else:
             self._start_serving(stored, claim, inbound, effects)
-        return effects
 
     def _start_serving(self, stored: StoredTask, claim: TaskClaim, inbound: InboundTask,
                        effects: Effects) -> None:
@@ -191,6 +215,12 @@ class Provider:
         self._store.add_message(TaskRole.PROVIDER, stored.peer_aid, stored.context_id,
                                 body.message_id, stored.id)
         responder = self._responders.get(stored.id)
+        if responder is None and not self._gates.admitted(stored):
+            gate = self._gates.gate(self._gates.answer(stored, body.message, body.metadata))
+            if gate is not None:
+                self._store.save_task(stored)
+                self._gates.apply(stored, gate, effects)
+                return effects
         if responder is None and stored.served_by is not None:
             # The module that asked no longer serves the task (the daemon restarted): offer
             # the answer to the modules again; unclaimed, the operator gets it.
@@ -299,15 +329,18 @@ class Provider:
         """Answer an inbox task: complete it with ``text`` as its artifact, or ask for input."""
         stored = self._inbox_task(task_id)
         effects = Effects()
-        with self._store.transaction():
-            if input_required:
-                question = text_message(text, role="ROLE_AGENT", context_id=stored.context_id,
-                                        task_id=stored.id)
+        if input_required:
+            question = text_message(text, role="ROLE_AGENT", context_id=stored.context_id,
+                                    task_id=stored.id)
+            with self._store.transaction():
                 self._emit(stored, TaskState.TASK_STATE_INPUT_REQUIRED, effects, message=question)
-            else:
-                answer = {"artifactId": new_id(), "name": "reply", "parts": [{"text": text}]}
-                self._emit(stored, TaskState.TASK_STATE_COMPLETED, effects,
-                           final_artifacts=[answer])
+        else:
+            answer = {"artifactId": new_id(), "name": "reply", "parts": [{"text": text}]}
+            end = await self._gates.end(stored, GateEnd(TaskState.TASK_STATE_COMPLETED, None,
+                                                    [answer]), effects)
+            with self._store.transaction():
+                stored = self._inbox_task(task_id)
+                self._end(stored, end, effects)
         await self._run_effects(effects)
         return stored.task
 
@@ -317,9 +350,11 @@ class Provider:
         note = text_message(reason or "The operator declined this task.", role="ROLE_AGENT",
                             context_id=stored.context_id, task_id=stored.id)
         effects = Effects()
+        end = await self._gates.end(stored, GateEnd(TaskState.TASK_STATE_REJECTED, note, [],
+                                                Reason.REJECTED_BY_PROVIDER), effects)
         with self._store.transaction():
-            self._emit(stored, TaskState.TASK_STATE_REJECTED, effects, message=note,
-                       reason=Reason.REJECTED_BY_PROVIDER, final_artifacts=[])
+            stored = self._inbox_task(task_id)
+            self._end(stored, end, effects)
             effects.record("task.rejected", taskId=stored.id, peer=stored.peer_aid,
                            reason=Reason.REJECTED_BY_PROVIDER.value)
         await self._run_effects(effects)
@@ -331,14 +366,30 @@ class Provider:
         """A responder's report, persisted and queued for the requester (``message_reply``:
         the terminal answer is a Message, not a Task; see Responder.reply_message)."""
         effects = Effects()
+        end: GateEnd | None = None
+        if state.is_terminal:
+            stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+            if stored is None or state_of(stored.task).is_terminal:
+                return
+            end = await self._gates.end(stored, GateEnd(state, message, final_artifacts or [],
+                                                    reason, message_reply), effects)
         with self._store.transaction():
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or state_of(stored.task).is_terminal:
                 return
-            self._emit(stored, state, effects, message=message, chunks=chunks,
-                       final_artifacts=final_artifacts, reason=reason,
-                       message_reply=message_reply)
+            if end is not None:
+                self._end(stored, end, effects)
+            else:
+                self._emit(stored, state, effects, message=message, chunks=chunks,
+                           final_artifacts=final_artifacts, reason=reason,
+                           message_reply=message_reply)
         await self._run_effects(effects)
+
+    def _end(self, stored: StoredTask, end: GateEnd, effects: Effects) -> None:
+        if end.withheld:
+            stored.task.pop("artifacts", None)  # the work's artifacts go only with its payment
+        self._emit(stored, end.state, effects, message=end.message, reason=end.reason,
+                   final_artifacts=end.artifacts, message_reply=end.message_reply)
 
     async def release(self, task_id: str, reason: str) -> None:
         """A module gives a task up: it goes to the operator's inbox."""
@@ -354,6 +405,10 @@ class Provider:
         if responder is not None:
             responder.end(cancelled=False)
         await self._run_effects(effects)
+
+    def recheck_answers(self) -> Effects:
+        """At start: the answers a stop interrupted the gates' check of (``tasks/gates.py``)."""
+        return self._gates.recheck_answers()
 
     def move_orphans_to_inbox(self) -> int:
         """At start: tasks a module was serving when the node stopped go to the operator,
@@ -475,3 +530,4 @@ class Provider:
 
 
 _OPEN_STATES = {state.value for state in TaskState if not state.is_terminal}
+
