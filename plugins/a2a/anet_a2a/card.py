@@ -13,7 +13,7 @@ from typing import Any
 from anet_a2a import AGENTS_PATH
 from anet_a2a.jws import sign_card
 from anet_a2a.peers.discovery import DirectAgent
-from anet_core.api import CardExtension, Identity, PeerInfo, Verification, b64u
+from anet_core.api import CardExtension, Identity, PeerInfo, Verification, b64u, canonical_json
 from anet_core.wire import (
     A2A_PROTOCOL_VERSION,
     AGENT_CARD_WELL_KNOWN_PATH,
@@ -31,6 +31,8 @@ from anet_core.wire import (
 
 ORIGIN_EXTENSION = "urn:anet:a2a:anet-origin/v1"
 DIRECT_PEER_EXTENSION = "urn:anet:a2a:direct-peer/v1"
+PRICES_EXTENSION = "urn:anet:a2a:anet-prices/v1"
+"""On a proxy's extended card: the prices from the agent's extended card (docs/payments.md)."""
 PREVIEW_EXTENSION = "urn:anet:a2a:preview/v1"
 """A client that requests this in A2A-Extensions also receives preview artifacts in streams."""
 SECURITY_SCHEME = "anetLocal"
@@ -81,6 +83,19 @@ def _origin(peer: PeerInfo) -> AgentExtension:
         uri=ORIGIN_EXTENSION, params=params,
         description="Where this agent is on the anet network and what this node verified; "
                     "card holds the agent's signed network card (base64url)")
+
+
+def with_prices(card: AgentCard, extended: dict[str, Any]) -> AgentCard:
+    """``card`` (unsigned) declaring the prices of ``extended``, the agent's signed extended
+    card, which travels as its canonical JSON bytes (base64url) for anyone to verify."""
+    prices = AgentExtension(
+        uri=PRICES_EXTENSION,
+        params={"prices": extended.get("prices", {}),
+                "extendedCard": b64u(canonical_json(extended))},
+        description="The agent's prices, from its extended card signed by its key")
+    capabilities = card.capabilities.model_copy(
+        update={"extensions": [*card.capabilities.extensions, prices]})
+    return card.model_copy(update={"capabilities": capabilities})
 
 
 def proxy_card(peer: PeerInfo, urls: AgentUrls,

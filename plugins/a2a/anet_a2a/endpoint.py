@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from anet_a2a.card import AgentUrls, direct_proxy_card, proxy_card, signed
+from anet_a2a.card import AgentUrls, direct_proxy_card, proxy_card, signed, with_prices
 from anet_a2a.jws import canonical_card
 from anet_a2a.operations import AgentOperations
 from anet_a2a.peers.discovery import DirectAgent, is_direct_id
@@ -23,11 +24,14 @@ from anet_core.api import (
     PeerInfo,
     SearchPage,
     SearchQuery,
+    TaskError,
     TokenFile,
     Verification,
     is_aid,
 )
 from anet_core.wire import AgentCard
+
+log = logging.getLogger(__name__)
 
 EXTENSIONS_HEADER = "A2A-Extensions"
 CARD_MAX_AGE_S = 60
@@ -124,8 +128,18 @@ class Endpoint:
                                extensions=requested_extensions(request))
 
     async def extended_card(self, request: web.Request) -> AgentCard:
-        card, _ = await self.card(await self.target(request))
-        return card
+        """The proxy card, with the prices of the agent's extended card when the agent gives
+        this node one (docs/payments.md, "The extended card")."""
+        target = await self.target(request)
+        card, _ = await self.card(target)
+        if isinstance(target, DirectAgent):
+            return card
+        try:
+            extended = await self.node.tasks.extended_card(target)
+        except TaskError as error:
+            log.info("event=extended-card-not-given aid=%s reason=%s", target, error.reason)
+            return card
+        return signed(with_prices(card, extended), self.node.identity)
 
     async def peer(self, aid: str) -> PeerInfo:
         try:
