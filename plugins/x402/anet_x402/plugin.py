@@ -20,7 +20,15 @@ from anet_core.api import (
 )
 
 if TYPE_CHECKING:
-    from anet_core.api import CheckContext, Node
+    from anet_core.api import (
+        CheckContext,
+        EndingTask,
+        InboundTask,
+        Lifespan,
+        Node,
+        SkillSource,
+        TaskGate,
+    )
 
 MODULE = "x402"
 
@@ -45,7 +53,10 @@ def anet_doctor_checks() -> list[DoctorCheck]:
     return [DoctorCheck("x402-signer", MODULE, "the node can sign and settle payments now",
                         signer_state),
             DoctorCheck("x402-credit", MODULE, "credit at the home hub's rail",
-                        lazy("anet_x402.balance:credit_check"))]
+                        lazy("anet_x402.balance:credit_check")),
+            DoctorCheck("x402-prices", MODULE, "the prices are valid and each priced skill has "
+                                               "a rail the node can reach",
+                        lazy("anet_x402.provider_checks:prices_reachable"))]
 
 
 @hookimpl
@@ -60,3 +71,31 @@ def anet_cli_commands() -> list[CliCommand]:
     return [CliCommand("balance", "this node's credit at its home hub's payment rail",
                        lazy("anet_x402.balance_cli:configure_balance"),
                        lazy("anet_x402.balance_cli:run_balance"), module=MODULE)]
+
+
+@hookimpl
+def anet_lifespan(node: Node) -> list[Lifespan]:
+    from anet_x402 import provider_hooks
+
+    return [provider_hooks.payee_lifespan(node)]
+
+
+@hookimpl
+def anet_card_skills(node: Node) -> list[SkillSource]:
+    from anet_x402 import provider_hooks
+
+    return provider_hooks.priced_skills(node)
+
+
+@hookimpl
+def anet_task_gate(node: Node, task: InboundTask) -> TaskGate | None:
+    from anet_x402 import provider_hooks
+
+    return provider_hooks.gate(node, task)
+
+
+@hookimpl
+def anet_task_ending(node: Node, task: EndingTask) -> TaskGate | None:
+    from anet_x402 import provider_hooks
+
+    return provider_hooks.ending(node, task)

@@ -1,0 +1,83 @@
+"""What this node charges: ``modules.x402.prices`` as x402 quotes on hub rails
+(docs/payments.md, "Charging for skills").
+
+A quote is a v2 ``PaymentRequired`` with one ``PaymentRequirements`` per rail the price accepts
+and the node can reach: scheme ``exact``, network ``anet:<hub AID>``, the amount in the asset's
+smallest unit, ``payTo`` this node's AID, ``extra.task`` the task and ``extra.hubUrl`` where the
+rail's facilitator listens. The rail of the home hub is known from the hub pin the link keeps
+(``hub-pin.json``: the AID the hub proved at the last registration).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from x402.schemas import PaymentRequired, PaymentRequirements, ResourceInfo
+
+from anet_core.api import DataPaths
+from anet_core.protocol.payments import RAIL_SCHEME, format_amount, rail_network
+from anet_x402.config import HOME_RAIL, Price
+from anet_x402.rail import RailError, rail_url
+
+QUOTE_TIMEOUT_S = 600
+"""``maxTimeoutSeconds`` of every requirement: how long the payee waits for the work and its
+settlement once paid."""
+X402_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Rail:
+    """A hub rail this node can settle at: the hub's AID and its HTTP base URL."""
+
+    hub_aid: str
+    http_url: str
+
+    @property
+    def network(self) -> str:
+        return rail_network(self.hub_aid)
+
+
+def home_rail(paths: DataPaths) -> Rail | None:
+    """The home hub's rail, from the pin of the hub the node last registered at; None before
+    the first registration."""
+    try:
+        pin = json.loads(paths.hub_pin.read_text(encoding="utf-8"))
+        return Rail(hub_aid=str(pin["hubAid"]), http_url=rail_url(str(pin["url"])))
+    except (OSError, ValueError, KeyError, TypeError, RailError):
+        return None
+
+
+def reachable_rails(price: Price, home: Rail | None) -> list[Rail]:
+    """The rails of ``price`` this node can settle at: the home hub's (``home`` or its AID).
+    Another hub's rail needs its URL, which this node does not know: it is left out."""
+    if home is None:
+        return []
+    wanted = {home.hub_aid if rail == HOME_RAIL else rail for rail in price.rails}
+    return [home] if home.hub_aid in wanted else []
+
+
+def requirements(price: Price, rail: Rail, *, payee: str, task_id: str) -> PaymentRequirements:
+    return PaymentRequirements(scheme=RAIL_SCHEME, network=rail.network, asset=price.asset,
+                               amount=str(price.atomic), pay_to=payee,
+                               max_timeout_seconds=QUOTE_TIMEOUT_S,
+                               extra={"task": task_id, "hubUrl": rail.http_url})
+
+
+def quote(skill: str, price: Price, rails: list[Rail], *, payee: str, task_id: str,
+          error: str) -> PaymentRequired:
+    """The quote of ``skill`` for the task ``task_id``: one option per rail."""
+    return PaymentRequired(
+        x402_version=X402_VERSION, error=error,
+        resource=ResourceInfo(url=f"anet:{payee}#{skill}",
+                              description=f"the skill {skill} of {payee}: "
+                                          f"{format_amount(price.atomic, price.asset)} "
+                                          f"{price.asset}"),
+        accepts=[requirements(price, rail, payee=payee, task_id=task_id) for rail in rails])
+
+
+def dumped(model: Any) -> dict[str, Any]:
+    """An x402 object as JSON (camelCase, unset fields left out)."""
+    data: dict[str, Any] = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return data

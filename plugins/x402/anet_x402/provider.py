@@ -1,0 +1,398 @@
+"""The payee's side of a priced skill (docs/payments.md, "Charging for skills").
+
+A new task for a priced skill is held by this module's gate (``anet_task_gate``): it waits for
+input with a quote (``payment-required``). The requester's answer with ``payment-submitted`` and
+a payload is checked here against the quote (the option offered exactly; the authorization's
+payee, task, amount, asset and network), then verified at the option's rail; a valid payment
+moves the task on to the modules or the inbox (``payment-verified``). A retryable refusal (the
+rail unreachable, the authorization expired) quotes again; any other is ``payment-failed``.
+When the work ends (``anet_task_ending``) the payment settles at that rail and the final status
+carries ``x402.payment.receipts``, each attempt appended; a failed settlement ends the task as
+failed, the work's artifacts withheld.
+
+The payment's progress is in the module's :class:`PaymentBook`; the end of the work is written
+there before each settlement, so a node stopped meanwhile finishes the task when it starts again
+(the rail answers a settled nonce with the original settlement: nothing moves twice). A quote
+is honoured until its task ends, even if the price changed since (it is what the requester saw).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from x402.schemas import (
+    PaymentPayload,
+    PaymentPayloadV1,
+    PaymentRequired,
+    PaymentRequirements,
+    SettleResponse,
+    parse_payment_payload,
+)
+
+from anet_core.api import (
+    DataPaths,
+    EndingTask,
+    GateAction,
+    GateVerdict,
+    HistoryError,
+    InboundTask,
+    Node,
+    ReasonError,
+    TaskGate,
+    is_aid,
+    verify_history,
+)
+from anet_core.protocol.payments import PaymentError, verify_settlement
+from anet_x402.config import X402Config
+from anet_x402.extension import (
+    PAYMENT_ERROR,
+    PAYMENT_PAYLOAD,
+    PAYMENT_RECEIPTS,
+    PAYMENT_REQUIRED,
+    PAYMENT_STATUS,
+    PaymentState,
+)
+from anet_x402.prices import Rail, dumped, home_rail, quote, reachable_rails
+from anet_x402.quotes import Payment, PaymentBook, PaymentStatus
+from anet_x402.rail import RailClient, RailError
+
+log = logging.getLogger(__name__)
+
+MODULE = "x402"
+COMPLETED = "TASK_STATE_COMPLETED"
+RETRYABLE = frozenset({"authorization_expired", "rail_unreachable"})
+"""Refusals a fresh payment can overcome: answered with a new quote, not a failure."""
+SETTLE_ATTEMPTS = 3
+SETTLE_RETRY_S = 1.0
+
+
+class PaymentDesk:
+    """What the payee keeps while the node runs: the book, and one lock per task so that one
+    task's payment is never settled twice at once."""
+
+    def __init__(self, node: Node, book: PaymentBook) -> None:
+        self._node = node
+        self._book = book
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    @property
+    def config(self) -> X402Config:
+        return self._node.config.module(MODULE, X402Config)
+
+    # --- the gate: quote, check, verify ---------------------------------------------------------
+
+    def gate(self, task: InboundTask) -> TaskGate | None:
+        if not is_aid(task.peer_aid):
+            return None  # a local caller of this node's own surface pays nobody
+        if not task.continued:
+            price = self.config.prices.get(task.skill or "")
+            return None if price is None else TaskGate(MODULE, verdict=self._quote(
+                task, "Payment is required for this skill."))
+        offered = quoted(task.question)
+        if offered is None:
+            return None
+        metadata = task.message.get("metadata") or {}
+        state = metadata.get(PAYMENT_STATUS)
+        if state == PaymentState.REJECTED:
+            return TaskGate(MODULE, verdict=self._failed(task, "payment_rejected",
+                                                         "The requester declined to pay."))
+        if state != PaymentState.SUBMITTED:
+            return TaskGate(MODULE, verdict=self._quote(
+                task, "This skill is paid: answer with x402.payment.status payment-submitted "
+                      "and x402.payment.payload.", offered=offered))
+        try:
+            option, payload = matched(offered, metadata.get(PAYMENT_PAYLOAD), task.task_id)
+        except ReasonError as error:
+            return TaskGate(MODULE, verdict=self._failed(task, error.reason, error.message))
+
+        async def check() -> GateVerdict:
+            return await self._verify(task, offered, option, payload)
+
+        return TaskGate(MODULE, check=check)
+
+    def _quote(self, task: InboundTask, error: str, *,
+               offered: PaymentRequired | None = None) -> GateVerdict:
+        """The task waits for a payment; ``offered`` (the quote it already has) stands, else a
+        new quote at the configured price."""
+        if offered is None:
+            price = self.config.prices[task.skill or ""]
+            rails = reachable_rails(price, home_rail(self._node.paths))
+            if not rails:
+                return self._failed(task, "rail_unreachable",
+                                    f"The skill {task.skill} is priced, but this agent can reach "
+                                    "none of its rails now; try again later.")
+            offered = quote(task.skill or "", price, rails, payee=self._node.aid,
+                            task_id=task.task_id, error=error)
+        else:
+            offered = offered.model_copy(update={"error": error})
+        required = dumped(offered)
+        return GateVerdict(
+            GateAction.HOLD,
+            {"parts": [{"text": error}],
+             "metadata": {PAYMENT_STATUS: PaymentState.REQUIRED.value, PAYMENT_REQUIRED: required}},
+            records=(("payment.quote", {"taskId": task.task_id, "peer": task.peer_aid,
+                                        "skill": task.skill, "accepts": required["accepts"]}),))
+
+    def _failed(self, task: InboundTask, error: str, text: str, *,
+                receipts: list[dict[str, Any]] | None = None) -> GateVerdict:
+        metadata: dict[str, Any] = {PAYMENT_STATUS: PaymentState.FAILED.value,
+                                    PAYMENT_ERROR: error}
+        if receipts is not None:
+            metadata[PAYMENT_RECEIPTS] = receipts
+        return GateVerdict(GateAction.FAIL, {"parts": [{"text": text}], "metadata": metadata},
+                           records=(("payment.refuse", {"taskId": task.task_id,
+                                                        "peer": task.peer_aid, "error": error,
+                                                        "message": text}),))
+
+    async def _verify(self, task: InboundTask, offered: PaymentRequired,
+                      option: PaymentRequirements, payload: dict[str, Any]) -> GateVerdict:
+        rail = self._rail(option.network)
+        requirements = dumped(option)
+        if rail is None:  # the node joined another hub since it quoted
+            if (task.skill or "") in self.config.prices:
+                return self._quote(task, f"The rail {option.network} cannot be reached now; "
+                                         "here is a new quote.")
+            return self._failed(task, "invalid_network", f"This agent cannot settle at "
+                                                         f"{option.network} any more.")
+        try:
+            async with RailClient(rail.http_url) as client:
+                answer = await client.verify(PaymentPayload.model_validate(payload), option)
+        except RailError as error:
+            log.info("event=verify-unreachable task=%s rail=%s", task.task_id, rail.http_url)
+            return self._requote(task, offered, "rail_unreachable", error.message)
+        if not answer.is_valid:
+            reason = answer.invalid_reason or "invalid_payload"
+            message = answer.invalid_message or f"the rail refused the payment: {reason}"
+            if reason in RETRYABLE:
+                return self._requote(task, offered, reason, message)
+            return self._failed(task, reason, f"Payment refused: {message}")
+        self._book.verified(task.task_id, task.peer_aid, requirements, payload)
+        log.info("event=payment-verified task=%s payer=%s amount=%s asset=%s", task.task_id,
+                 answer.payer, option.amount, option.asset)
+        return GateVerdict(
+            GateAction.PASS,
+            {"parts": [{"text": "Payment verified; the work starts."}],
+             "metadata": {PAYMENT_STATUS: PaymentState.VERIFIED.value}},
+            records=(("payment.verify", {"taskId": task.task_id, "peer": task.peer_aid,
+                                         "payer": answer.payer, "network": option.network,
+                                         "asset": option.asset, "amount": option.amount}),))
+
+    def _requote(self, task: InboundTask, offered: PaymentRequired, reason: str,
+                 message: str) -> GateVerdict:
+        verdict = self._quote(task, f"Payment not taken ({reason}: {message}); pay again.",
+                              offered=offered)
+        refusal = ("payment.refuse", {"taskId": task.task_id, "peer": task.peer_aid,
+                                      "error": reason, "message": message, "requoted": True})
+        return GateVerdict(verdict.action, verdict.message, records=(refusal, *verdict.records))
+
+    def _rail(self, network: str) -> Rail | None:
+        home = home_rail(self._node.paths)
+        return home if home is not None and home.network == network else None
+
+    # --- the end of the work: settle ------------------------------------------------------------
+
+    async def settle(self, task: EndingTask) -> GateVerdict:
+        async with self._locks[task.task_id]:
+            try:
+                return await self._settle(task)
+            finally:
+                self._locks.pop(task.task_id, None)
+
+    async def _settle(self, task: EndingTask) -> GateVerdict:
+        payment = self._book.get(task.task_id)
+        if payment is None:
+            return GateVerdict(GateAction.FAIL, "The agent has no payment on record for this "
+                                                "task; nothing was charged.")
+        if payment.status is PaymentStatus.SETTLED:
+            return completed(payment)
+        if payment.status is PaymentStatus.FAILED:
+            return self._settle_failed(task, payment)
+        if task.state != COMPLETED:
+            payment.status, payment.error = PaymentStatus.FAILED, "work_not_completed"
+            self._book.save(payment)
+            return GateVerdict(GateAction.PASS, {"parts": [{"text": "Nothing was charged."}],
+                                                 "metadata": payment_metadata(payment)},
+                               records=(("payment.refuse", {
+                                   "taskId": task.task_id, "peer": task.peer_aid,
+                                   "error": payment.error, "state": task.state}),))
+        payment.status, payment.outcome = PaymentStatus.SETTLING, task.outcome
+        self._book.save(payment)
+        receipt = await self._settle_at_rail(payment)
+        payment.receipts.append(receipt)
+        if receipt.get("success"):
+            payment.status, payment.error = PaymentStatus.SETTLED, None
+        else:
+            payment.status = PaymentStatus.FAILED
+            payment.error = receipt.get("errorReason") or "settlement_failed"
+        self._book.save(payment)
+        record = ("payment.settle", {"taskId": task.task_id, "peer": task.peer_aid,
+                                     "success": bool(receipt.get("success")),
+                                     "transaction": receipt.get("transaction", ""),
+                                     "network": receipt.get("network"),
+                                     "amount": payment.accepted.get("amount"),
+                                     "asset": payment.accepted.get("asset"),
+                                     "error": payment.error})
+        if payment.status is PaymentStatus.SETTLED:
+            verdict = completed(payment)
+            settlement = receipt.get("extra", {}).get("settlement")
+            return GateVerdict(verdict.action, verdict.message, records=(
+                record, ("payment.receipt", {"taskId": task.task_id, "settlement": settlement})))
+        failed = self._settle_failed(task, payment)
+        return GateVerdict(failed.action, failed.message, records=(record,))
+
+    def _settle_failed(self, task: EndingTask, payment: Payment) -> GateVerdict:
+        return GateVerdict(GateAction.FAIL, {
+            "parts": [{"text": f"The payment did not settle ({payment.error}); the result is "
+                               "withheld and nothing was charged."}],
+            "metadata": payment_metadata(payment)})
+
+    async def _settle_at_rail(self, payment: Payment) -> dict[str, Any]:
+        """One settle attempt (retried while the rail is unreachable), as the receipt to
+        append: the rail's SettleResponse; the original settlement the rail returns for a
+        nonce it settled before counts as this one's."""
+        network = str(payment.accepted.get("network"))
+        rail = self._rail(network)
+        if rail is None:
+            return unsettled(network, "invalid_network", f"this agent cannot reach {network}")
+        for attempt in range(SETTLE_ATTEMPTS):
+            try:
+                async with RailClient(rail.http_url) as client:
+                    answer = await client.settle(
+                        PaymentPayload.model_validate(payment.payload),
+                        PaymentRequirements.model_validate(payment.accepted))
+                break
+            except RailError as error:
+                log.warning("event=settle-unreachable task=%s attempt=%d error=%r",
+                            payment.task_id, attempt + 1, error.message)
+                if attempt + 1 < SETTLE_ATTEMPTS:
+                    await asyncio.sleep(SETTLE_RETRY_S * (attempt + 1))
+        else:
+            return unsettled(network, "rail_unreachable", f"the rail at {rail.http_url} did "
+                                                          f"not answer")
+        settlement = (answer.extra or {}).get("settlement")
+        if not answer.success and answer.error_reason != "nonce_already_used":
+            return dumped(answer)
+        problem = self._check_settlement(settlement, payment)
+        if problem is not None:
+            return unsettled(network, "settlement_unverified", problem)
+        if answer.success:
+            return dumped(answer)
+        log.info("event=settlement-recovered task=%s transaction=%s", payment.task_id,
+                 settlement["transaction"])
+        return dumped(SettleResponse(
+            success=True, payer=settlement["payer"], transaction=settlement["transaction"],
+            network=settlement["network"], amount=settlement["amount"],
+            extra={"settlement": settlement, "recovered": True}))
+
+    def _check_settlement(self, settlement: Any, payment: Payment) -> str | None:
+        """Why the hub's settlement is not this payment's, or None when it is."""
+        try:
+            pinned = json.loads(self._node.paths.hub_pin.read_text(encoding="utf-8"))
+            history = verify_history(pinned["history"], expected_aid=pinned["hubAid"])
+            checked = verify_settlement(settlement, history)
+        except (OSError, ValueError, KeyError, TypeError, HistoryError, PaymentError) as error:
+            return f"the hub's settlement does not verify: {error}"
+        authorization = payment.payload.get("payload", {}).get("authorization", {})
+        for key in ("nonce", "payee", "amount", "asset", "task", "network"):
+            if getattr(checked, key) != authorization.get(key):
+                return f"the hub's settlement has another {key}: {getattr(checked, key)!r}"
+        return None
+
+    async def finish_interrupted(self) -> None:
+        """At start: the work of a paid task ended while the node stopped before the task did:
+        settle it (again; the rail returns the original settlement) and end the task."""
+        for status in (PaymentStatus.SETTLING, PaymentStatus.SETTLED):
+            for payment in self._book.in_status(status):
+                task = self._node.tasks.received(payment.task_id)
+                if payment.outcome is None or task is None \
+                        or task["status"]["state"] in TERMINAL:
+                    continue
+                log.info("event=paid-task-finishing task=%s status=%s", payment.task_id,
+                         payment.status.value)
+                await self._node.tasks.end_received(payment.task_id, payment.outcome)
+
+
+TERMINAL = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+                      "TASK_STATE_REJECTED"})
+
+
+def quoted(question: dict[str, Any] | None) -> PaymentRequired | None:
+    """The quote a waiting task's status message carries, if it is one."""
+    metadata = (question or {}).get("metadata") or {}
+    if metadata.get(PAYMENT_STATUS) != PaymentState.REQUIRED or PAYMENT_REQUIRED not in metadata:
+        return None
+    try:
+        return PaymentRequired.model_validate(metadata[PAYMENT_REQUIRED])
+    except ValidationError:
+        return None
+
+
+def matched(offered: PaymentRequired, raw: Any, task_id: str
+            ) -> tuple[PaymentRequirements, dict[str, Any]]:
+    """The option of ``offered`` the payload ``raw`` pays (v2: ``accepted`` exactly; v1: by
+    scheme and network) and the payload as v2, or a refusal naming what does not match."""
+    if not isinstance(raw, dict):
+        raise ReasonError("invalid_payload", "x402.payment.payload is missing or not an object")
+    try:
+        payload = parse_payment_payload(raw)
+    except (ValidationError, ValueError) as error:
+        raise ReasonError("invalid_payload", f"x402.payment.payload is no x402 PaymentPayload: "
+                                         f"{str(error).splitlines()[0]}") from None
+    if isinstance(payload, PaymentPayloadV1):
+        option = next((option for option in offered.accepts if option.scheme == payload.scheme
+                       and option.network == payload.network), None)
+        if option is None:
+            raise ReasonError("option_not_offered", f"no option of the quote is "
+                                                    f"{payload.scheme} on {payload.network}")
+        payload = PaymentPayload(x402_version=2, accepted=option, resource=offered.resource,
+                                 payload=payload.payload)
+    chosen = dumped(payload.accepted)
+    option = next((option for option in offered.accepts if dumped(option) == chosen), None)
+    if option is None:
+        raise ReasonError("option_not_offered", f"the payload pays an option the quote does not "
+                                            f"offer: {chosen.get('network')} "
+                                            f"{chosen.get('amount')} {chosen.get('asset')} to "
+                                            f"{chosen.get('payTo')}")
+    authorization = payload.payload.get("authorization")
+    if not isinstance(authorization, dict):
+        raise ReasonError("invalid_payload", "the payload has no authorization")
+    expected = {"payee": (option.pay_to, "recipient_mismatch"),
+                "task": (task_id, "task_mismatch"),
+                "amount": (option.amount, "amount_mismatch"),
+                "asset": (option.asset, "asset_mismatch"),
+                "network": (option.network, "invalid_network")}
+    for key, (value, reason) in expected.items():
+        if authorization.get(key) != value:
+            raise ReasonError(reason, f"the authorization's {key} is "
+                                  f"{authorization.get(key)!r}; the quote asks for {value!r}")
+    return option, dumped(payload)
+
+
+def payment_metadata(payment: Payment) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        PAYMENT_STATUS: (PaymentState.COMPLETED if payment.status is PaymentStatus.SETTLED
+                         else PaymentState.FAILED).value,
+        PAYMENT_RECEIPTS: payment.receipts}
+    if payment.error:
+        metadata[PAYMENT_ERROR] = payment.error
+    return metadata
+
+
+def completed(payment: Payment) -> GateVerdict:
+    return GateVerdict(GateAction.PASS, {"parts": [{"text": "Payment completed."}],
+                                         "metadata": payment_metadata(payment)})
+
+
+def unsettled(network: str, reason: str, message: str) -> dict[str, Any]:
+    return dumped(SettleResponse(success=False, error_reason=reason, error_message=message,
+                                 transaction="", network=network))
+
+
+def payments_path(paths: DataPaths) -> Path:
+    return paths.module_dir(MODULE) / "payments.sqlite"

@@ -1,0 +1,115 @@
+"""Two real nodes at a real hub for the payee's tests: alice asks, bob (module x402, priced
+skills) answers; payments are signed with the payer's own key (``sign_authorization``) and sent
+on the task as the requester's node sends an answer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from anet_core import hookimpl
+from anet_core.node import Node
+from anet_core.protocol.envelope import seal
+from anet_core.protocol.payments import sign_authorization
+from anet_core.protocol.tasks import TaskMessage, wire_body
+from anet_core.records import TaskClaim
+from anet_core.tasks.common import new_id
+from anet_x402 import plugin as x402_plugin
+from tests.support.messages import user_message
+from tests.support.nodes import plugins_with, prepare, running_node
+from tests.support.waiting import eventually
+
+SKILL = "summarize"
+PRICES = {SKILL: {"amount": "0.05"}}
+
+
+class Worker:
+    """A module that serves the priced skill: counts the tasks it is given, answers each."""
+
+    def __init__(self) -> None:
+        self.served: list[dict[str, Any]] = []
+
+    @hookimpl
+    def anet_take_task(self, node, task):  # type: ignore[no-untyped-def]
+        if task.skill != SKILL:
+            return None
+
+        async def serve(task, responder):  # type: ignore[no-untyped-def]
+            self.served.append(task.message)
+            await responder.complete(artifacts=["the summary"])
+
+        return TaskClaim(module="worker", serve=serve)
+
+
+@dataclass
+class Pair:
+    alice: Node
+    bob: Node
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        return self.alice.tasks.get(self.bob.aid, task_id)
+
+    def state(self, task_id: str) -> str:
+        return str(self.task(task_id)["status"]["state"])
+
+    def status_metadata(self, task_id: str) -> dict[str, Any]:
+        return dict(self.task(task_id)["status"].get("message", {}).get("metadata", {}))
+
+    async def ask(self, text: str = "summarize this", skill: str = SKILL) -> dict[str, Any]:
+        task = await self.alice.tasks.send(self.bob.aid, user_message(text, new_id()),
+                                           skill=skill)
+        await eventually(lambda: self.task(task["id"])["metadata"]["anet.state_seq"] >= 1,
+                         "bob answered the task")
+        return self.task(task["id"])
+
+    async def answer(self, task: dict[str, Any], metadata: dict[str, Any],
+                     text: str = "here is the payment") -> str:
+        """Alice's answer on ``task`` with ``metadata`` on the message, sealed and sent as her
+        node sends a continuation; returns its messageId."""
+        message = user_message(text, new_id(), taskId=task["id"], contextId=task["contextId"],
+                               metadata=metadata)
+        body = TaskMessage(task_id=task["id"], context_id=task["contextId"], message=message)
+        peer = await self.alice.hub.peer(self.bob.aid)
+        assert peer.encryption_key
+        await self.alice.hub.send(seal(self.alice.identity, self.bob.aid, peer.encryption_key,
+                                       wire_body(body)))
+        return str(message["messageId"])
+
+
+def quote_of(pair: Pair, task_id: str) -> dict[str, Any]:
+    required: dict[str, Any] = pair.status_metadata(task_id)["x402.payment.required"]
+    return required
+
+
+def payment(pair: Pair, option: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A v2 PaymentPayload for ``option``, signed by alice; ``changes`` alter what she signs."""
+    signed = {"payee": option["payTo"], "network": option["network"], "asset": option["asset"],
+              "amount": int(option["amount"]), "task": option["extra"]["task"]} | changes
+    authorization = sign_authorization(pair.alice.identity, valid_for_s=600, **signed)
+    return {"x402Version": 2, "accepted": option, "payload": {"authorization": authorization}}
+
+
+def submitted(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"x402.payment.status": "payment-submitted", "x402.payment.payload": payload}
+
+
+@asynccontextmanager
+async def alice_and_bob(root: Path, hub_url: str, *, prices: dict[str, Any] | None = None,
+                        worker: Worker | None = None) -> AsyncIterator[Pair]:
+    """alice (no module) and bob (module x402 with ``prices``), both registered at the hub;
+    bob trusts alice. Without a ``worker`` module bob's paid tasks wait in his inbox."""
+    prepare(root / "bob", modules={"x402": {"prices": PRICES if prices is None else prices}},
+            node={"name": "bob", "description": "bob's agent",
+                  "skills": [{"id": SKILL, "name": "Summarize", "description": "",
+                              "tags": []},
+                             {"id": "echo", "name": "Echo", "description": "", "tags": []}]})
+    async with AsyncExitStack() as stack:
+        alice = await stack.enter_async_context(running_node(root / "alice", hub_url=hub_url))
+        bob = await stack.enter_async_context(running_node(
+            root / "bob", plugins_with(x402_plugin, *([worker] if worker else [])),
+            hub_url=hub_url))
+        bob.tasks.trust(alice.aid)
+        yield Pair(alice, bob)

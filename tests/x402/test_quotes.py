@@ -1,0 +1,102 @@
+"""The payee's quote, its card's charge and the payments it refuses before asking a rail: a
+real hub and two real nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anet_core.evidence import verify
+from anet_core.protocol.payments import rail_network
+from tests.support.hubs import RunningHub
+from tests.support.waiting import eventually
+from tests.x402.payee import SKILL, Pair, alice_and_bob, payment, quote_of, submitted
+
+pytestmark = pytest.mark.timeout(90)
+
+FAILED = "TASK_STATE_FAILED"
+
+
+async def test_a_priced_task_is_quoted_and_the_card_says_partial(tmp_path: Path,
+                                                                  hub: RunningHub) -> None:
+    async with alice_and_bob(tmp_path, hub.url) as pair:
+        async def card() -> dict | None:
+            pair.alice.hub.forget_peer(pair.bob.aid)
+            return (await pair.alice.hub.peer(pair.bob.aid)).card
+
+        assert (await eventually(card, "bob's card"))["charge"] == "partial"  # echo is free
+        task = await pair.ask()
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        metadata = task["status"]["message"]["metadata"]
+        assert metadata["x402.payment.status"] == "payment-required"
+        required = metadata["x402.payment.required"]
+        hub_aid = hub.state.identity.aid
+        assert required["x402Version"] == 2
+        assert required["resource"]["url"] == f"anet:{pair.bob.aid}#{SKILL}"
+        assert required["accepts"] == [{
+            "scheme": "exact", "network": rail_network(hub_aid), "asset": "USD",
+            "amount": "5", "payTo": pair.bob.aid, "maxTimeoutSeconds": 600,
+            "extra": {"task": task["id"], "hubUrl": hub.http}}]
+        # Nothing reached the inbox, and an answer that is no payment gets the quote again.
+        assert pair.bob.tasks.inbox() == []
+        seq = task["metadata"]["anet.state_seq"]
+        await pair.answer(task, {}, text="what does it cost?")
+        await eventually(lambda: pair.task(task["id"])["metadata"]["anet.state_seq"] > seq,
+                         "quoted again")
+        assert quote_of(pair, task["id"])["accepts"] == required["accepts"]
+        assert pair.bob.tasks.inbox() == []
+        # A free skill is not held.
+        free = await pair.ask(skill="echo")
+        assert free["metadata"]["anet.reason"] == "queued_for_operator"
+    chain = verify(tmp_path / "bob" / "evidence" / "chain.jsonl",
+                   pair.bob.identity.verified_history)
+    assert chain.ok
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    ({"payee": "other"}, "recipient_mismatch"),
+    ({"task": "another-task-id"}, "task_mismatch"),
+    ({"amount": 4}, "amount_mismatch"),
+    ("option", "option_not_offered"),
+    ("garbage", "invalid_payload"),
+])
+async def test_a_payment_that_does_not_match_the_quote_fails(
+        tmp_path: Path, hub: RunningHub, change: object, error: str) -> None:
+    async with alice_and_bob(tmp_path, hub.url) as pair:
+        task = await pair.ask()
+        option = quote_of(pair, task["id"])["accepts"][0]
+        if change == "option":
+            payload = payment(pair, option | {"amount": "1"}, amount=1)
+        elif change == "garbage":
+            payload = {"x402Version": 2, "accepted": "nope"}
+        else:
+            assert isinstance(change, dict)
+            if change.get("payee") == "other":
+                change = {"payee": pair.alice.aid}
+            payload = payment(pair, option, **change)
+        await pair.answer(task, submitted(payload))
+        await eventually(lambda: pair.state(task["id"]) == FAILED, "the payment refused")
+        metadata = pair.status_metadata(task["id"])
+        assert metadata["x402.payment.status"] == "payment-failed"
+        assert metadata["x402.payment.error"] == error
+        assert pair.bob.tasks.inbox() == []
+        text = pair.task(task["id"])["status"]["message"]["parts"][0]["text"]
+        assert text  # names the value
+        await check_refusal_recorded(pair, tmp_path, error)
+
+
+async def check_refusal_recorded(pair: Pair, root: Path, error: str) -> None:
+    path = root / "bob" / "evidence" / "chain.jsonl"
+    report = verify(path, pair.bob.identity.verified_history)
+    assert report.ok
+    assert f'"error":"{error}"' in path.read_text().replace(" ", "")
+
+
+async def test_a_declined_payment_ends_the_task(tmp_path: Path, hub: RunningHub) -> None:
+    async with alice_and_bob(tmp_path, hub.url) as pair:
+        task = await pair.ask()
+        await pair.answer(task, {"x402.payment.status": "payment-rejected"}, text="no thanks")
+        await eventually(lambda: pair.state(task["id"]) == FAILED, "the task ended")
+        assert pair.status_metadata(task["id"])["x402.payment.error"] == "payment_rejected"
+        assert pair.bob.tasks.inbox() == []
