@@ -224,8 +224,9 @@ def anet_task_ending(node: Node, task: EndingTask) -> TaskGate | None:
     from the requester's cancel; ``task.gate`` names the module whose gate admitted it. The
     core awaits the gate's ``check`` (or takes its ``verdict``): PASS commits the end, with the
     verdict message's metadata joined to the final status message; FAIL ends the task as
-    failed instead, artifacts withheld. A failing check ends the task as failed. Module x402
-    settles the payment here and adds the receipts.
+    failed instead, artifacts withheld; HOLD defers the end (the task stays as it is) until the
+    module gives it again with ``node.tasks.end_received``. A failing check ends the task as
+    failed. Module x402 settles the payment here and adds the receipts.
 
     Example::
 

@@ -224,7 +224,8 @@ class GateAction(StrEnum):
     let the end through."""
     HOLD = "hold"
     """The task waits for the requester's input with the verdict's message (a quote); the
-    requester's answer is offered to the gate again."""
+    requester's answer is offered to the gate again. At its end: the end is deferred (the task
+    stays as it is) until the module gives it again (``TaskLayer.end_received``)."""
     FAIL = "fail"
     """The task fails with the verdict's message; nothing reaches a module or the inbox (at its
     end: the artifacts are withheld)."""

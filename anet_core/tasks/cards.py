@@ -30,7 +30,7 @@ from anet_core.tasks.common import Effects, TaskError, new_id
 
 log = logging.getLogger(__name__)
 
-CARD_REPLY_TIMEOUT_S = 10.0
+CARD_REPLY_TIMEOUT_S = 5.0
 NOT_GIVEN = "This agent charges nothing and gives its extended card to agents it trusts only."
 
 

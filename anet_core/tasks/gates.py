@@ -40,7 +40,8 @@ GATE_REQUEST = TaskMetadata.GATE_REQUEST
 @dataclass(frozen=True)
 class GateEnd:
     """How a task ends: a module's or the operator's end, as its gate let it through
-    (``withheld``: the artifacts the task already has are dropped too)."""
+    (``withheld``: the artifacts the task already has are dropped too; ``held``: the gate
+    defers the end, the task stays as it is and the gate's module gives the end again)."""
 
     state: TaskState
     message: dict[str, Any] | None
@@ -48,6 +49,7 @@ class GateEnd:
     reason: Reason | None = None
     message_reply: bool = False
     withheld: bool = False
+    held: bool = False
 
 
 class Emit(Protocol):
@@ -209,6 +211,8 @@ class TaskGates:
         if verdict.action is GateAction.FAIL:
             return GateEnd(TaskState.TASK_STATE_FAILED, note, [], Reason.PROVIDER_FAILED,
                            withheld=True)
+        if verdict.action is GateAction.HOLD:
+            return replace(end, held=True)
         if note is None:
             return end
         if end.message is None:

@@ -355,8 +355,9 @@ class Provider:
         with self._store.transaction():
             stored = self._inbox_task(task_id)
             self._end(stored, end, effects)
-            effects.record("task.rejected", taskId=stored.id, peer=stored.peer_aid,
-                           reason=Reason.REJECTED_BY_PROVIDER.value)
+            if not end.held:
+                effects.record("task.rejected", taskId=stored.id, peer=stored.peer_aid,
+                               reason=Reason.REJECTED_BY_PROVIDER.value)
         await self._run_effects(effects)
         return stored.task
 
@@ -386,6 +387,9 @@ class Provider:
         await self._run_effects(effects)
 
     def _end(self, stored: StoredTask, end: GateEnd, effects: Effects) -> None:
+        if end.held:
+            log.info("event=end-deferred task=%s", stored.id)
+            return
         if end.withheld:
             stored.task.pop("artifacts", None)  # the work's artifacts go only with its payment
         self._emit(stored, end.state, effects, message=end.message, reason=end.reason,

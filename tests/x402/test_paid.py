@@ -211,3 +211,32 @@ async def test_the_doctor_checks_each_priced_skill_has_a_rail(tmp_path: Path,
     context = CheckContext(Settings(data_dir=tmp_path / "bob"), make_plugins())
     result = await prices_reachable(context)
     assert result.status is CheckStatus.FAIL and "did not answer" in result.detail
+
+
+async def test_an_unreachable_rail_at_settlement_defers_the_end_until_it_answers(
+        tmp_path: Path, hub: RunningHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    from anet_x402 import provider
+
+    monkeypatch.setattr(provider, "UNREACHABLE_RETRY_S", 0.5)
+    monkeypatch.setattr(provider, "SETTLE_RETRY_S", 0.1)
+    async with alice_and_bob(tmp_path, hub.url) as pair:
+        await credit(hub, pair.alice.aid)
+        task = await pair.ask()
+        await pair.answer(task, submitted(payment(pair, quote_of(pair, task["id"])["accepts"][0])))
+        await eventually(lambda: pair.bob.tasks.inbox(), "the paid task in bob's inbox")
+        await hub.stop()
+        await pair.bob.tasks.reply(task["id"], "done")  # the rail does not answer: deferred
+        received = pair.bob.tasks.received(task["id"])
+        assert received is not None and received["status"]["state"] == "TASK_STATE_WORKING"
+        again = await RunningHub(hub.config, port=hub.port).start()
+        try:
+            await eventually(lambda: pair.state(task["id"]) == COMPLETED, "completed", 90)
+            receipts = pair.status_metadata(task["id"])["x402.payment.receipts"]
+            assert [receipt["success"] for receipt in receipts][-1] is True
+            assert receipts[0] == {"success": False, "errorReason": "rail_unreachable",
+                                   "errorMessage": receipts[0]["errorMessage"],
+                                   "transaction": "", "network": receipts[0]["network"]}
+        finally:
+            await again.stop()
+    totals = assert_ledger_conserved(hub.config.data_dir)
+    assert len(totals.transfers) == 1

@@ -70,6 +70,8 @@ RETRYABLE = frozenset({"authorization_expired", "rail_unreachable"})
 """Refusals a fresh payment can overcome: answered with a new quote, not a failure."""
 SETTLE_ATTEMPTS = 3
 SETTLE_RETRY_S = 1.0
+UNREACHABLE_RETRY_S = 10.0
+"""After the attempts of one settlement found the rail unreachable: when to try again."""
 
 
 class PaymentDesk:
@@ -80,6 +82,7 @@ class PaymentDesk:
         self._node = node
         self._book = book
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._retries: dict[str, asyncio.Task[None]] = {}
 
     @property
     def config(self) -> X402Config:
@@ -209,6 +212,11 @@ class PaymentDesk:
         if payment is None:
             return GateVerdict(GateAction.FAIL, "The agent has no payment on record for this "
                                                 "task; nothing was charged.")
+        pending = payment.status in (PaymentStatus.SETTLING, PaymentStatus.SETTLED)
+        if pending and payment.outcome is not None and task.outcome != payment.outcome:
+            # The work's end is recorded and waits for its settlement: that end, not this one.
+            self._retry_later(payment, delay_s=0.0)
+            return GateVerdict(GateAction.HOLD)
         if payment.status is PaymentStatus.SETTLED:
             return completed(payment)
         if payment.status is PaymentStatus.FAILED:
@@ -225,6 +233,14 @@ class PaymentDesk:
         self._book.save(payment)
         receipt = await self._settle_at_rail(payment)
         payment.receipts.append(receipt)
+        if receipt.get("errorReason") == "rail_unreachable":
+            # The hub may have settled and its answer been lost: the end waits until the rail
+            # answers (then the settlement, or the original one, or a clear refusal).
+            self._book.save(payment)
+            self._retry_later(payment, delay_s=UNREACHABLE_RETRY_S)
+            return GateVerdict(GateAction.HOLD, records=(("payment.settle", {
+                "taskId": task.task_id, "peer": task.peer_aid, "success": False,
+                "error": "rail_unreachable", "retry": True}),))
         if receipt.get("success"):
             payment.status, payment.error = PaymentStatus.SETTLED, None
         else:
@@ -245,6 +261,26 @@ class PaymentDesk:
                 record, ("payment.receipt", {"taskId": task.task_id, "settlement": settlement})))
         failed = self._settle_failed(task, payment)
         return GateVerdict(failed.action, failed.message, records=(record,))
+
+    def _retry_later(self, payment: Payment, *, delay_s: float) -> None:
+        """Give the recorded end again after ``delay_s`` (once per task at a time)."""
+        if payment.task_id in self._retries or payment.outcome is None:
+            return
+        task_id, outcome = payment.task_id, payment.outcome
+
+        async def retry() -> None:
+            try:
+                await asyncio.sleep(delay_s)
+                await self._node.tasks.end_received(task_id, outcome)
+            finally:
+                self._retries.pop(task_id, None)
+
+        self._retries[task_id] = asyncio.get_running_loop().create_task(retry())
+
+    async def close(self) -> None:
+        for retry in list(self._retries.values()):
+            retry.cancel()
+        await asyncio.gather(*self._retries.values(), return_exceptions=True)
 
     def _settle_failed(self, task: EndingTask, payment: Payment) -> GateVerdict:
         return GateVerdict(GateAction.FAIL, {

@@ -57,6 +57,7 @@ async def payee(node: Node) -> AsyncIterator[None]:
         recovery.cancel()
         with suppress(asyncio.CancelledError):
             await recovery
+        await desk.close()
         del node[DESK]
         book.close()
 
