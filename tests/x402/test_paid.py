@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,19 @@ async def test_an_unreachable_rail_at_settlement_defers_the_end_until_it_answers
             await again.stop()
     totals = assert_ledger_conserved(hub.config.data_dir)
     assert len(totals.transfers) == 1
+
+
+async def test_an_expired_authorization_is_quoted_again(tmp_path: Path, hub: RunningHub) -> None:
+    async with alice_and_bob(tmp_path, hub.url) as pair:
+        await credit(hub, pair.alice.aid)
+        task = await pair.ask()
+        option = quote_of(pair, task["id"])["accepts"][0]
+        seq = pair.task(task["id"])["metadata"]["anet.state_seq"]
+        await pair.answer(task, submitted(payment(pair, option, now=int(time.time()) - 7200)))
+        await eventually(lambda: pair.task(task["id"])["metadata"]["anet.state_seq"] > seq,
+                         "bob answered the payment")
+        assert pair.state(task["id"]) == "TASK_STATE_INPUT_REQUIRED"
+        required = pair.status_metadata(task["id"])["x402.payment.required"]
+        assert "authorization_expired" in required["error"]
+        assert required["accepts"] == [option]
+    assert ledger_totals(hub.config.data_dir).transfers == []
