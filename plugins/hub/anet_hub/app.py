@@ -262,6 +262,7 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            await relay.drain()
     finally:
         if federation is not None:
             await federation.close()

@@ -40,9 +40,10 @@ from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 from nats.errors import SlowConsumerError
 
+from anet_hub.delivery import Connection
 from anet_hub.deployment import Deployment, broker_name
 from anet_hub.metrics import HubMetrics
-from anet_hub.relay import Connection, Relay
+from anet_hub.relay import Relay
 from anet_hub.storage import QueuedEnvelope, StorageError
 
 log = logging.getLogger(__name__)

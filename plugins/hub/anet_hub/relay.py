@@ -1,10 +1,12 @@
-"""Relay of sealed envelopes: admission (shape, sender, recipient, size), queues and delivery.
+"""Relay of sealed envelopes: admission (shape, sender, recipient, size), storage and routing.
 
-Every accepted envelope is stored before the sender hears ``accepted`` and stays stored until
-the recipient acknowledges it, whether the recipient is online or not: one path for both, and a
-hub crash between the two loses nothing (the recipient may see an envelope twice; it dedupes by
-envelope id). A connected recipient is fed from memory while it keeps up, and from storage when
-it connects or falls behind.
+An envelope for a node connected to this instance is forwarded at once and not stored: its
+sender hears ``accepted`` when the recipient acknowledged it (``anet_hub.delivery``). Any other
+envelope (recipient offline, slow, or behind; at another instance; from a federated hub) is
+stored before the sender hears ``accepted`` and stays stored until the recipient acknowledges
+it. Either way a hub crash loses nothing a sender was told accepted: what it had not stored, the
+recipient had already acknowledged, or the sender never heard of and sends again (the recipient
+dedupes by envelope id). docs/performance.md ("The hub's relay") has the whole argument.
 
 In a cluster (docs/hub.md "Cluster"), the recipient may be connected to another instance of the
 hub: a :class:`Router` (``anet_hub.cluster``) tells that instance, which feeds its connection
@@ -17,27 +19,18 @@ import asyncio
 import json
 import logging
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
-
-from aiohttp import web
+from typing import Any, Protocol, runtime_checkable
 
 from anet_core.api import TokenBucket
 from anet_core.protocol.envelope import DEFAULT_MAX_AGE_S, EnvelopeError, peek_header
 from anet_core.protocol.frames import Refusal
+from anet_hub.delivery import Connection, LiveEnvelope, accepted_frame
 from anet_hub.metrics import HubMetrics
 from anet_hub.storage import AgentState, HubStorage, QueuedEnvelope, StorageError
 
 log = logging.getLogger(__name__)
 
-DELIVERY_WINDOW = 256
-"""Envelopes sent to a node and not yet acknowledged; beyond it the hub waits for acks."""
-OUTBOX_LIMIT = 1024
-"""Envelopes held in memory for a connected node; past it the node is fed from storage."""
-SCAN_BATCH = 128
-SCAN_RETRY_S = 1.0
-"""A queue read that failed (storage unreachable) is tried again this long after."""
 MAX_QUEUE_TTL_S = DEFAULT_MAX_AGE_S
 """Recipients refuse envelopes older than this (anet_core.protocol.envelope), so keeping them longer
 would only waste the disk."""
@@ -84,83 +77,6 @@ class RelayLimits:
     queue_ttl_s: float
 
 
-class Connection:
-    """A registered node's WebSocket, seen from the relay: what was sent, what waits."""
-
-    def __init__(self, aid: str, ws: web.WebSocketResponse, storage: HubStorage) -> None:
-        self.aid = aid
-        self.ws = ws
-        self.since = time.time()
-        self._storage = storage
-        self._inflight: dict[str, float] = {}
-        """Envelope id → when the hub stored it (the relay latency is measured at the ack)."""
-        self._outbox: deque[QueuedEnvelope] = deque()
-        self._rescan = True  # a new connection first drains what was queued while it was away
-        self._wake = asyncio.Event()
-        self._acked = asyncio.Event()
-
-    def push(self, item: QueuedEnvelope) -> None:
-        if len(self._outbox) >= OUTBOX_LIMIT:
-            # The node is slower than its senders: drop the memory copy, storage has them all.
-            self._outbox.clear()
-            self._rescan = True
-        else:
-            self._outbox.append(item)
-        self._wake.set()
-
-    def rescan(self) -> None:
-        """Read the node's queue from storage again (an envelope may be there that no one
-        pushed: a notification between instances was lost)."""
-        self._rescan = True
-        self._wake.set()
-
-    def acked(self, envelope_id: str) -> float | None:
-        """When the acknowledged envelope was stored, if it was sent on this connection."""
-        stored_at = self._inflight.pop(envelope_id, None)
-        self._acked.set()
-        return stored_at
-
-    async def deliver_forever(self) -> None:
-        while True:
-            if self._rescan:
-                self._rescan = False
-                try:
-                    await self._scan()
-                except StorageError as error:
-                    log.error("event=queue-read-failed aid=%s reason=%s", self.aid, error.reason)
-                    self._rescan = True
-                    await asyncio.sleep(SCAN_RETRY_S)
-            elif self._outbox:
-                await self._send(self._outbox.popleft())
-            else:
-                self._wake.clear()
-                await self._wake.wait()
-
-    async def _scan(self) -> None:
-        after = 0
-        while True:
-            batch = await self._storage.pending(self.aid, after_seq=after, limit=SCAN_BATCH,
-                                                now=time.time())
-            for item in batch:
-                after = item.seq
-                await self._send(item)
-            if len(batch) < SCAN_BATCH:
-                return
-
-    async def _send(self, item: QueuedEnvelope) -> None:
-        # Skipping what is in flight makes a scan and the outbox safe to overlap; an envelope
-        # acknowledged in between may go out twice, which the recipient's dedupe absorbs.
-        if item.id in self._inflight or item.expires_at <= time.time():
-            return
-        while len(self._inflight) >= DELIVERY_WINDOW:
-            self._acked.clear()
-            await self._acked.wait()
-        self._inflight[item.id] = item.stored_at
-        # The stored text is forwarded as is: no parse and re-encode of large envelopes.
-        await self.ws.send_str(f'{{"type":"deliver","queuedAt":{item.stored_at!r},'
-                               f'"envelope":{item.text}}}')
-
-
 @dataclass
 class Relay:
     storage: HubStorage
@@ -171,6 +87,7 @@ class Relay:
     shared_buckets: SharedBuckets | None = None
     connections: dict[str, Connection] = field(default_factory=dict)
     _buckets: dict[str, TokenBucket] = field(default_factory=dict)
+    _spills: set[asyncio.Task[None]] = field(default_factory=set)
     _registered: set[str] = field(default_factory=set)
     """Recipients known to be registered; registration is never withdrawn, so this only grows
     and saves a storage read per envelope."""
@@ -198,10 +115,18 @@ class Relay:
         return previous
 
     async def detach(self, conn: Connection) -> None:
+        """``conn`` ended: what it had live is stored (and its senders told ``accepted``)."""
+        conn.close()
+        self._spill(conn)
         if self.connections.get(conn.aid) is conn:
             del self.connections[conn.aid]
             if self.router is not None:
                 await self.router.detached(conn)
+
+    async def drain(self) -> None:
+        """Wait until the live envelopes of closed connections are stored (at shutdown)."""
+        while self._spills:
+            await asyncio.gather(*self._spills, return_exceptions=True)
 
     async def admit_request(self, aid: str) -> None:
         """Charge one request to the node's token bucket (kept per AID, so reconnecting does not
@@ -239,14 +164,21 @@ class Relay:
         for aid in full:
             del self._buckets[aid]
 
-    async def submit(self, sender: str, envelope: dict[str, object], frame_bytes: int, *,
-                     via_hub: str | None = None) -> str:
-        """Admit, store and route one envelope; returns its id. Raises :class:`Refusal`.
+    def connection(self, aid: str, ws: Any) -> Connection:
+        """A new connection for the registered node ``aid`` (attach it with :meth:`attach`)."""
+        return Connection(aid, ws, self.storage, spill=self._spill)
 
-        ``via_hub`` names the federated hub that forwarded it for one of its agents: then the
-        sender is that hub's agent, and the recipient must be homed here (no second hop). An
-        envelope from a local node for an agent homed at a federated hub is handed to that hub
-        (``federation``) and accepted once stored there."""
+    async def submit(self, sender: str, envelope: dict[str, object], frame_bytes: int, *,
+                     rid: str, reply_to: Connection | None = None,
+                     via_hub: str | None = None) -> str | None:
+        """Admit one envelope and forward or store it. Raises :class:`Refusal`.
+
+        Returns its id when it is accepted now (stored, or stored at a federated hub); None when
+        it went to its recipient live, and ``reply_to`` (the sender's connection) is told
+        ``accepted`` for ``rid`` later. ``via_hub`` names the federated hub that forwarded it
+        for one of its agents: then the sender is that hub's agent, and the recipient must be
+        homed here (no second hop). An envelope from a local node for an agent homed at a
+        federated hub is handed to that hub (``federation``) and accepted once stored there."""
         limit = self.limits.max_envelope_bytes
         if frame_bytes > limit:
             raise Refusal("envelope-too-large",
@@ -263,38 +195,98 @@ class Relay:
                         header.sender, header.id)
             raise Refusal("wrong-sender", f"the envelope says it is from {header.sender}, but "
                                           f"this connection is registered as {sender}")
-        if not await self._is_registered(header.recipient):
+        recipient = header.recipient
+        if not await self._is_registered(recipient):
             if via_hub is None and self.federation is not None:
-                return await self.federation.forward(header.recipient, envelope)
-            raise Refusal("unknown-recipient", f"{header.recipient} is not registered at this "
+                return await self.federation.forward(recipient, envelope)
+            raise Refusal("unknown-recipient", f"{recipient} is not registered at this "
                                                "hub; look the agent up at its home hub")
         sender = header.sender
         text = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
         now = time.time()
-        try:
-            seq = await self.storage.enqueue(id=header.id, sender=sender,
-                                             recipient=header.recipient, text=text, now=now,
-                                             ttl=self.limits.queue_ttl_s)
-        except StorageError as error:
-            self.metrics.storage_errors.inc()
-            log.error("event=store-failed reason=%s from=%s to=%s id=%s", error.reason, sender,
-                      header.recipient, header.id)
-            raise Refusal(error.reason, f"{error.message}; the envelope was not stored, "
-                                        "send it again later") from None
-        log.debug("event=accepted from=%s to=%s id=%s bytes=%d", sender, header.recipient,
-                  header.id, frame_bytes)
-        self.metrics.relayed.inc()
-        item = QueuedEnvelope(seq=seq, id=header.id, sender=sender, recipient=header.recipient,
-                              text=text, stored_at=now, expires_at=now + self.limits.queue_ttl_s)
-        conn = self.connections.get(header.recipient)
+        conn = self.connections.get(recipient)
+        if conn is not None and reply_to is not None and conn.forward(LiveEnvelope(
+                id=header.id, sender=sender, recipient=recipient, text=text, received_at=now,
+                rid=rid, reply_to=reply_to)):
+            return None
+        if conn is not None and conn.spilling is not None:
+            await conn.spilling  # what waited live is stored first: the queue keeps the order
+        item = await self._store(header.id, sender, recipient, text, now)
+        conn = self.connections.get(recipient)
         if conn is not None:
             conn.push(item)
         elif self.router is not None:
             await self.router.route(item)
         return header.id
 
+    async def _store(self, envelope_id: str, sender: str, recipient: str, text: str,
+                     now: float) -> QueuedEnvelope:
+        ttl = self.limits.queue_ttl_s
+        try:
+            seq = await self.storage.enqueue(id=envelope_id, sender=sender, recipient=recipient,
+                                             text=text, now=now, ttl=ttl)
+        except StorageError as error:
+            self.metrics.storage_errors.inc()
+            log.error("event=store-failed reason=%s from=%s to=%s id=%s", error.reason, sender,
+                      recipient, envelope_id)
+            raise Refusal(error.reason, f"{error.message}; the envelope was not stored, "
+                                        "send it again later") from None
+        log.debug("event=accepted from=%s to=%s id=%s bytes=%d", sender, recipient, envelope_id,
+                  len(text))
+        self.metrics.relayed.inc()
+        return QueuedEnvelope(seq=seq, id=envelope_id, sender=sender, recipient=recipient,
+                              text=text, stored_at=now, expires_at=now + ttl)
+
+    def _spill(self, conn: Connection) -> None:
+        """Store ``conn``'s live envelopes now (it is slow, holds too many, or closed)."""
+        items = conn.take_live()
+        if not items:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for item in items:
+            item.storing = done
+        conn.spilling = done
+        task = asyncio.create_task(self._store_live(conn, items, done))
+        self._spills.add(task)
+        task.add_done_callback(self._spills.discard)
+
+    async def _store_live(self, conn: Connection, items: list[LiveEnvelope],
+                          done: asyncio.Future[None]) -> None:
+        try:
+            for item in items:
+                try:
+                    queued = await self._store(item.id, item.sender, item.recipient, item.text,
+                                               item.received_at)
+                except Refusal as refusal:
+                    # Not stored, so not accepted: the sender sends it again later.
+                    item.reply_to.answer(refusal.frame(item.rid).dump())
+                    continue
+                item.reply_to.answer(accepted_frame(item.rid, item.id))
+                if conn.closed:
+                    # Its recipient went away: feed the connection that replaced it, if any.
+                    now_conn = self.connections.get(item.recipient)
+                    if now_conn is not None and now_conn is not conn:
+                        now_conn.push(queued)
+                    elif now_conn is None and self.router is not None:
+                        await self.router.route(queued)
+        finally:
+            conn.stored(items)
+            if conn.spilling is done:
+                conn.spilling = None
+            done.set_result(None)
+
     async def ack(self, conn: Connection, envelope_id: str) -> None:
-        stored_at = conn.acked(envelope_id)
+        received_at, live = conn.acked(envelope_id)
+        if received_at is not None:
+            self.metrics.latency.observe(max(0.0, time.time() - received_at))
+        if live is not None:
+            if live.storing is None:
+                # The recipient has it: the sender may forget it, and the hub never stored it.
+                live.reply_to.answer(accepted_frame(live.rid, live.id))
+                self.metrics.relayed.inc()
+                self.metrics.delivered.inc()
+                return
+            await live.storing  # being stored: remove it once it is there
         try:
             removed = await self.storage.remove(conn.aid, envelope_id)
         except StorageError as error:
@@ -305,8 +297,6 @@ class Relay:
             return
         if removed:
             self.metrics.delivered.inc()
-            if stored_at is not None:
-                self.metrics.latency.observe(max(0.0, time.time() - stored_at))
 
     async def _is_registered(self, aid: str) -> bool:
         if aid in self._registered:

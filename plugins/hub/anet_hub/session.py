@@ -45,8 +45,8 @@ from anet_core.protocol.frames import (
     challenge_bytes,
 )
 from anet_core.wire import UnencodableText, check_value, load_json
+from anet_hub.delivery import Connection
 from anet_hub.directory import Challenge, check_answer, check_challenge
-from anet_hub.relay import Connection
 from anet_hub.storage import AgentState, StorageError
 
 if TYPE_CHECKING:
@@ -175,8 +175,10 @@ class Session:
             raise Refusal("not-approved", "this node waits for the hub operator's approval "
                                           f"(`anet hub approve {aid}`)")
         if isinstance(frame, SendFrame):
-            envelope_id = await self.hub.relay.submit(aid, frame.envelope, size)
-            await self._send(AcceptedFrame(rid=frame.rid, id=envelope_id))
+            envelope_id = await self.hub.relay.submit(aid, frame.envelope, size, rid=frame.rid,
+                                                      reply_to=self.conn)
+            if envelope_id is not None:
+                await self._send(AcceptedFrame(rid=frame.rid, id=envelope_id))
         elif isinstance(frame, LookupFrame):
             entry = await self.hub.directory.lookup(frame.aid)
             await self._send(EntryFrame(rid=frame.rid, entry=entry,
@@ -218,7 +220,9 @@ class Session:
             entry = await self.hub.directory.lookup(frame.aid, here_only=True)
             await self._send(EntryFrame(rid=frame.rid, entry=entry))
         elif isinstance(frame, SendFrame):
-            envelope_id = await self.hub.relay.submit(peer, frame.envelope, size, via_hub=peer)
+            envelope_id = await self.hub.relay.submit(peer, frame.envelope, size, rid=frame.rid,
+                                                      via_hub=peer)
+            assert envelope_id is not None  # without a connection to answer on, it is stored
             await self._send(AcceptedFrame(rid=frame.rid, id=envelope_id))
         else:
             raise Refusal("not-allowed", f"a federated hub may send lookup and send, not "
@@ -245,7 +249,7 @@ class Session:
 
     async def _go_live(self) -> None:
         assert self.aid is not None
-        self.conn = Connection(self.aid, self.ws, self.hub.storage)
+        self.conn = self.hub.relay.connection(self.aid, self.ws)
         replaced = await self.hub.relay.attach(self.conn)
         if replaced is not None:
             log.info("event=replaced aid=%s", self.aid)

@@ -1,0 +1,266 @@
+"""One registered node's connection at the hub: the frames the hub sends it on its own.
+
+Two kinds go out on a :class:`Connection` besides direct answers: envelopes for the node
+(``deliver``), and the ``accepted`` of envelopes the node sent, which arrive when their
+recipients acknowledge them (see :class:`LiveEnvelope`). One task per connection sends both,
+answers first, so a recipient's acknowledgement never waits for its sender's socket.
+
+An envelope for a node is either stored (a :class:`QueuedEnvelope`, deleted when acknowledged)
+or *live*: forwarded before it was stored, its sender told ``accepted`` only when the recipient
+acknowledged it. A live envelope is stored after all, and its sender told then, when the
+recipient does not acknowledge it within ``STORE_AFTER_S``, when more than ``LIVE_LIMIT``
+envelopes or ``LIVE_BYTES_LIMIT`` bytes wait live, or when the connection ends first
+(docs/performance.md, "The hub's relay", says why this loses nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from anet_hub.storage import HubStorage, QueuedEnvelope, StorageError
+
+log = logging.getLogger(__name__)
+
+DELIVERY_WINDOW = 256
+"""Envelopes sent to a node and not yet acknowledged; beyond it the hub waits for acks."""
+OUTBOX_LIMIT = 1024
+"""Stored envelopes held in memory for a connected node; past it the node is fed from storage."""
+LIVE_LIMIT = 1024
+LIVE_BYTES_LIMIT = 8 * 1024 * 1024
+"""Envelopes (and their bytes) a node may have unacknowledged and unstored; past either, the
+hub stores them."""
+STORE_AFTER_S = 1.0
+"""A live envelope not acknowledged by then is stored and its sender told ``accepted``: far
+below the 30 s a node waits for an answer, far above a recipient's usual few milliseconds."""
+SCAN_BATCH = 128
+SCAN_RETRY_S = 1.0
+"""A queue read that failed (storage unreachable) is tried again this long after."""
+
+
+@dataclass(slots=True, eq=False)
+class LiveEnvelope:
+    """An envelope forwarded to its recipient before it was stored."""
+
+    id: str
+    sender: str
+    recipient: str
+    text: str
+    """The envelope's JSON exactly as it is forwarded."""
+    received_at: float
+    rid: str
+    """The sender's request id, repeated in its ``accepted``."""
+    reply_to: Connection
+    """The sender's connection, told ``accepted`` (or why not) on it."""
+    storing: asyncio.Future[None] | None = None
+    """Set while the hub stores it; done once stored (or the store failed)."""
+
+    @property
+    def stored_at(self) -> float:
+        return self.received_at
+
+    def queued(self, seq: int, ttl: float) -> QueuedEnvelope:
+        return QueuedEnvelope(seq=seq, id=self.id, sender=self.sender, recipient=self.recipient,
+                              text=self.text, stored_at=self.received_at,
+                              expires_at=self.received_at + ttl)
+
+
+def accepted_frame(rid: str, envelope_id: str) -> str:
+    """``AcceptedFrame(rid=rid, id=envelope_id).dump()``, without a model per envelope."""
+    return f'{{"type":"accepted","rid":{json.dumps(rid)},"id":{json.dumps(envelope_id)}}}'
+
+
+class Connection:
+    """A registered node's WebSocket, seen from the relay: what was sent, what waits.
+
+    ``spill`` is called (by the relay) when the node's live envelopes must be stored now.
+    """
+
+    __slots__ = ("_answers", "_inflight", "_live", "_live_bytes", "_outbox", "_rescan",
+                 "_scanning", "_spill", "_storage", "_timer", "_wake", "aid", "closed", "since",
+                 "spilling", "storing", "ws")
+
+    def __init__(self, aid: str, ws: web.WebSocketResponse, storage: HubStorage, *,
+                 spill: Callable[[Connection], None]) -> None:
+        self.aid = aid
+        self.ws = ws
+        self.since = time.time()
+        self.closed = False
+        self.storing = False
+        """True while new envelopes for this node are stored first (it fell behind or was
+        slow); it goes back to live once everything sent to it was acknowledged."""
+        self._storage = storage
+        self._spill = spill
+        self._inflight: dict[str, float] = {}
+        """Envelope id → when the hub received it (the relay latency is measured at the ack)."""
+        self._outbox: deque[QueuedEnvelope | LiveEnvelope] = deque()
+        self._live: dict[str, LiveEnvelope] = {}
+        self._live_bytes = 0
+        self._answers: list[str] = []
+        self._rescan = True  # a new connection first drains what was queued while it was away
+        self._scanning = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._wake = asyncio.Event()
+        self.spilling: asyncio.Future[None] | None = None
+        """Done when the live envelopes being stored now are stored."""
+
+    # -- what the relay hands it --------------------------------------------------------------
+
+    def answer(self, frame: str) -> None:
+        """Send ``frame`` (an answer to this node's request) from the delivery task."""
+        if not self.closed:
+            self._answers.append(frame)
+            self._wake.set()
+
+    def push(self, item: QueuedEnvelope) -> None:
+        """A stored envelope for this node."""
+        if len(self._outbox) >= OUTBOX_LIMIT:
+            # The node is slower than its senders: drop the memory copies of stored envelopes,
+            # storage has them all (live ones it has not: those stay).
+            self._outbox = deque(entry for entry in self._outbox
+                                 if isinstance(entry, LiveEnvelope))
+            self._rescan = True
+        else:
+            self._outbox.append(item)
+        self._wake.set()
+
+    def forward(self, item: LiveEnvelope) -> bool:
+        """Take a live envelope; False when it must be stored instead (this node is being fed
+        from storage, or too much waits live: then what waits is stored too)."""
+        if self.storing or self.closed:
+            return False
+        if len(self._live) >= LIVE_LIMIT or self._live_bytes + len(item.text) > LIVE_BYTES_LIMIT:
+            self._spill(self)
+            return False
+        self._live[item.id] = item
+        self._live_bytes += len(item.text)
+        self._outbox.append(item)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(STORE_AFTER_S, self._check_age)
+        self._wake.set()
+        return True
+
+    def take_live(self) -> list[LiveEnvelope]:
+        """The live envelopes not being stored yet, in the order they came, to be stored now;
+        from now on new envelopes for this node are stored first."""
+        self.storing = True
+        waiting = [item for item in self._live.values() if item.storing is None]
+        return waiting
+
+    def stored(self, items: list[LiveEnvelope]) -> None:
+        """``items`` (from :meth:`take_live`) are in storage now, or failed to be."""
+        for item in items:
+            if self._live.pop(item.id, None) is not None:
+                self._live_bytes -= len(item.text)
+        self._maybe_live()
+
+    def rescan(self) -> None:
+        """Read the node's queue from storage again (an envelope may be there that no one
+        pushed: a notification between instances was lost)."""
+        self._rescan = True
+        self._wake.set()
+
+    def acked(self, envelope_id: str) -> tuple[float | None, LiveEnvelope | None]:
+        """When the acknowledged envelope came to the hub, if it was sent on this connection;
+        and the live envelope it is, if it is one."""
+        received_at = self._inflight.pop(envelope_id, None)
+        live = self._live.get(envelope_id)
+        if live is not None and live.storing is None:
+            del self._live[envelope_id]
+            self._live_bytes -= len(live.text)
+        if received_at is not None:
+            self._wake.set()  # the window has room again
+        self._maybe_live()
+        return received_at, live
+
+    def close(self) -> None:
+        """The connection ended: nothing more is sent on it (the relay stores what it had
+        live, :meth:`take_live`)."""
+        self.closed = True
+        self._answers.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check_age(self) -> None:
+        self._timer = None
+        pending = [item for item in self._live.values() if item.storing is None]
+        if not pending:
+            return
+        oldest = pending[0].received_at
+        due = oldest + STORE_AFTER_S - time.time()
+        if due <= 0:
+            log.info("event=recipient-slow aid=%s live=%d then=store", self.aid, len(pending))
+            self._spill(self)
+        else:
+            self._timer = asyncio.get_running_loop().call_later(due, self._check_age)
+
+    def _maybe_live(self) -> None:
+        if self.storing and not (self._inflight or self._outbox or self._live or self._rescan
+                                 or self._scanning or self.closed):
+            self.storing = False
+
+    # -- the task that sends ------------------------------------------------------------------
+
+    async def deliver_forever(self) -> None:
+        while True:
+            if self._answers:
+                await self._send_answers()
+            elif self._rescan:
+                self._rescan = False
+                self._scanning = True
+                try:
+                    await self._scan()
+                except StorageError as error:
+                    log.error("event=queue-read-failed aid=%s reason=%s", self.aid, error.reason)
+                    self._rescan = True
+                    await asyncio.sleep(SCAN_RETRY_S)
+                finally:
+                    self._scanning = False
+                self._maybe_live()
+            elif self._outbox and len(self._inflight) < DELIVERY_WINDOW:
+                await self._send(self._outbox.popleft())
+            else:
+                self._wake.clear()
+                await self._wake.wait()
+
+    async def _send_answers(self) -> None:
+        answers, self._answers = self._answers, []
+        for frame in answers:
+            await self.ws.send_str(frame)
+
+    async def _scan(self) -> None:
+        after = 0
+        while True:
+            batch = await self._storage.pending(self.aid, after_seq=after, limit=SCAN_BATCH,
+                                                now=time.time())
+            for item in batch:
+                after = item.seq
+                while len(self._inflight) >= DELIVERY_WINDOW:
+                    if self._answers:
+                        await self._send_answers()
+                    else:
+                        self._wake.clear()
+                        await self._wake.wait()
+                await self._send(item)
+            if len(batch) < SCAN_BATCH:
+                return
+
+    async def _send(self, item: QueuedEnvelope | LiveEnvelope) -> None:
+        # Skipping what is in flight makes a scan and the outbox safe to overlap; an envelope
+        # acknowledged in between may go out twice, which the recipient's dedupe absorbs.
+        if item.id in self._inflight:
+            return
+        if isinstance(item, QueuedEnvelope) and item.expires_at <= time.time():
+            return
+        self._inflight[item.id] = item.stored_at
+        # The envelope's text is forwarded as is: no parse and re-encode of large envelopes.
+        await self.ws.send_str(f'{{"type":"deliver","queuedAt":{item.stored_at!r},'
+                               f'"envelope":{item.text}}}')
