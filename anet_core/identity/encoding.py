@@ -8,11 +8,17 @@ here, where exactly one text is accepted for each byte string.
 
 from __future__ import annotations
 
+import binascii
 import re
 
-from anet_core.util.canonical import b64u, unb64u
-
 _BASE64URL_TEXT = re.compile(r"\A[A-Za-z0-9_-]*\Z")
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_VALUE = {char: value for value, char in enumerate(_ALPHABET)}
+_UNUSED_BITS = (0, 0, 0x0F, 0x03)
+"""By ``len(text) % 4``: the bits of the last character that encode no byte. Canonical text
+has them zero (any other value decodes to the same bytes)."""
+_PADDING = (b"", b"", b"==", b"=")
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 
 
 def decode_b64u(text: object, *, what: str, length: int | None = None,
@@ -27,12 +33,13 @@ def decode_b64u(text: object, *, what: str, length: int | None = None,
         raise ValueError(f"{what} must be base64url text, got {type(text).__name__}")
     if max_length is not None and len(text) > (max_length * 4 + 2) // 3:
         raise ValueError(f"{what} is longer than {max_length} bytes")
-    if not _BASE64URL_TEXT.match(text) or len(text) % 4 == 1:
+    tail = len(text) % 4
+    if tail == 1 or not _BASE64URL_TEXT.match(text):
         raise ValueError(f"{what} is not unpadded base64url text")
-    data = unb64u(text)
-    if b64u(data) != text:
+    if tail and _VALUE[text[-1]] & _UNUSED_BITS[tail]:
         # Non-zero padding bits: another text decodes to the same bytes.
         raise ValueError(f"{what} is not canonical base64url")
+    data = binascii.a2b_base64(text.encode().translate(_TO_STANDARD) + _PADDING[tail])
     if length is not None and len(data) != length:
         raise ValueError(f"{what} must be {length} bytes, got {len(data)}")
     return data

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -30,7 +29,7 @@ from anet_core.link.card import (
     priced_skills,
     refresh_card_forever,
 )
-from anet_core.link.connection import Channel, HubConnection, normalize_hub_url
+from anet_core.link.connection import ENCODE_FRAME, Channel, HubConnection, normalize_hub_url
 from anet_core.link.contract import (
     EnvelopeReceiver,
     HubError,
@@ -86,15 +85,15 @@ class HubClient:
     async def send(self, envelope: dict[str, Any]) -> None:
         self._connection.require_registered()
         frame = {"type": "send", "envelope": envelope}
+        text = ENCODE_FRAME(frame)
         limits = self._connection.limits
         if limits is not None:
-            size = len(json.dumps(frame, separators=(",", ":"), ensure_ascii=False)) \
-                + SEND_FRAME_OVERHEAD
+            size = len(text) + SEND_FRAME_OVERHEAD
             if size > limits.max_envelope_bytes:
                 raise HubError("envelope-too-large",
                                f"the envelope is {size} bytes; the hub at {self.url} accepts at "
                                f"most {limits.max_envelope_bytes} bytes per envelope")
-        answer = await self._connection.request(frame)
+        answer = await self._connection.request(frame, text=text)
         if not isinstance(answer, AcceptedFrame):
             raise HubError("hub-protocol", f"the hub answered {answer.type} to send")
 

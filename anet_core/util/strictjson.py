@@ -45,12 +45,22 @@ def _finite(text: str) -> float:
     return value
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
+"""One decoder for every document: ``json.loads`` with these options would build one per call."""
+
+
 def load_json(data: bytes | str) -> Any:
     """JSON text as RFC 8259 defines it (no NaN, no Infinity), nested at most
     :data:`MAX_DEPTH` levels; ``ValueError`` otherwise."""
     too_deep = ValueError(f"the JSON nests deeper than {MAX_DEPTH} levels of arrays and objects")
     try:
-        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+        if isinstance(data, str):
+            if data.startswith("\ufeff"):
+                raise ValueError("Unexpected UTF-8 BOM (decode using utf-8-sig)")
+            text = data
+        else:
+            text = data.decode(json.detect_encoding(data), "surrogatepass")
+        value = _DECODER.decode(text)
     except RecursionError:
         raise too_deep from None
     level: list[Any] = [value]

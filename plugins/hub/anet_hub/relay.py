@@ -31,6 +31,9 @@ from anet_hub.storage import AgentState, HubStorage, QueuedEnvelope, StorageErro
 
 log = logging.getLogger(__name__)
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""The envelope's text as forwarded and stored (``json.dumps`` with these options would build
+an encoder per call)."""
 MAX_QUEUE_TTL_S = DEFAULT_MAX_AGE_S
 """Recipients refuse envelopes older than this (anet_core.protocol.envelope), so keeping them longer
 would only waste the disk."""
@@ -202,7 +205,7 @@ class Relay:
             raise Refusal("unknown-recipient", f"{recipient} is not registered at this "
                                                "hub; look the agent up at its home hub")
         sender = header.sender
-        text = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
+        text = _ENCODE(envelope)
         now = time.time()
         conn = self.connections.get(recipient)
         if conn is not None and reply_to is not None and conn.forward(LiveEnvelope(
