@@ -21,12 +21,13 @@ _PADDING = (b"", b"", b"==", b"=")
 _TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 
 
-def decode_b64u(text: object, *, what: str, length: int | None = None,
-                max_length: int | None = None) -> bytes:
-    """Decode canonical unpadded base64url ``text``; raise ``ValueError`` naming ``what`` otherwise.
+def check_b64u(text: object, *, what: str, length: int | None = None,
+               max_length: int | None = None) -> int:
+    """The decoded size of canonical unpadded base64url ``text``, decoding nothing (a hub
+    routes large ciphertexts by it); ``ValueError`` naming ``what`` for anything else.
 
     ``length`` demands an exact decoded size (keys, signatures, nonces); ``max_length`` bounds it
-    before any decoding happens, so an oversized field costs nothing.
+    before any other check, so an oversized field costs nothing.
     """
     if not isinstance(text, str):
         # ValueError, not TypeError: callers catch one error for any bad field of a peer's message.
@@ -39,7 +40,21 @@ def decode_b64u(text: object, *, what: str, length: int | None = None,
     if tail and _VALUE[text[-1]] & _UNUSED_BITS[tail]:
         # Non-zero padding bits: another text decodes to the same bytes.
         raise ValueError(f"{what} is not canonical base64url")
-    data = binascii.a2b_base64(text.encode().translate(_TO_STANDARD) + _PADDING[tail])
-    if length is not None and len(data) != length:
-        raise ValueError(f"{what} must be {length} bytes, got {len(data)}")
-    return data
+    size = len(text) * 3 // 4
+    if length is not None and size != length:
+        raise ValueError(f"{what} must be {length} bytes, got {size}")
+    return size
+
+
+def decode_b64u(text: object, *, what: str, length: int | None = None,
+                max_length: int | None = None) -> bytes:
+    """Decode canonical unpadded base64url ``text``; raise ``ValueError`` naming ``what`` otherwise
+    (the checks of :func:`check_b64u`)."""
+    check_b64u(text, what=what, length=length, max_length=max_length)
+    assert isinstance(text, str)  # checked
+    return decode_checked_b64u(text)
+
+
+def decode_checked_b64u(text: str) -> bytes:
+    """The bytes of ``text`` that :func:`check_b64u` accepted."""
+    return binascii.a2b_base64(text.encode().translate(_TO_STANDARD) + _PADDING[len(text) % 4])

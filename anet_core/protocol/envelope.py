@@ -36,7 +36,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from anet_core.errors import ReasonError
 from anet_core.identity.aid import check_aid, is_aid
-from anet_core.identity.encoding import decode_b64u
+from anet_core.identity.encoding import check_b64u, decode_b64u, decode_checked_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import ENVELOPE_CONTEXT, SIGNATURE_BYTES, verify_with_key
@@ -134,8 +134,18 @@ def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes |
             "epk": b64u(epk), "nonce": b64u(nonce), "ct": b64u(ciphertext)}
 
 
-def peek_header(envelope: object) -> EnvelopeHeader:
-    """Check the outer shape (fields, version, sizes, base64url, AIDs) without a key.
+@dataclass(frozen=True, slots=True)
+class EnvelopeRoute:
+    """Who an envelope is from and for, and its id: what a hub needs of it."""
+
+    id: str
+    sender: str
+    recipient: str
+
+
+def check_envelope(envelope: object) -> EnvelopeRoute:
+    """Check the outer shape (fields, version, sizes, base64url, AIDs) without a key and without
+    decoding anything.
 
     Raises ``EnvelopeError("malformed")``; a hub refuses such envelopes instead of relaying them.
     """
@@ -154,16 +164,36 @@ def peek_header(envelope: object) -> EnvelopeHeader:
             raise EnvelopeError("malformed", f"envelope field {name!r} is not an AID: "
                                              f"{str(envelope[name])[:80]!r}")
     try:
-        decode_b64u(envelope["id"], what="id", length=ENVELOPE_ID_BYTES)
-        epk = decode_b64u(envelope["epk"], what="epk", length=X25519_KEY_BYTES)
-        nonce = decode_b64u(envelope["nonce"], what="nonce", length=NONCE_BYTES)
-        ciphertext = decode_b64u(envelope["ct"], what="ct", max_length=MAX_CIPHERTEXT_BYTES)
+        check_b64u(envelope["id"], what="id", length=ENVELOPE_ID_BYTES)
+        check_b64u(envelope["epk"], what="epk", length=X25519_KEY_BYTES)
+        check_b64u(envelope["nonce"], what="nonce", length=NONCE_BYTES)
+        ciphertext = check_b64u(envelope["ct"], what="ct", max_length=MAX_CIPHERTEXT_BYTES)
     except ValueError as error:
         raise EnvelopeError("malformed", f"envelope {error}") from None
-    if len(ciphertext) < AEAD_TAG_BYTES:
+    if ciphertext < AEAD_TAG_BYTES:
         raise EnvelopeError("malformed", "envelope ct is shorter than an authentication tag")
-    return EnvelopeHeader(id=envelope["id"], sender=envelope["from"], recipient=envelope["to"],
-                          epk=epk, nonce=nonce, ciphertext=ciphertext)
+    return EnvelopeRoute(id=envelope["id"], sender=envelope["from"], recipient=envelope["to"])
+
+
+def envelope_text(envelope: dict[str, Any]) -> str:
+    """The JSON text of an envelope that :func:`check_envelope` accepted. Its values are the
+    version and base64url and base32 text, so nothing needs escaping."""
+    return (f'{{"v":{ENVELOPE_VERSION},"id":"{envelope["id"]}","from":"{envelope["from"]}",'
+            f'"to":"{envelope["to"]}","epk":"{envelope["epk"]}","nonce":"{envelope["nonce"]}",'
+            f'"ct":"{envelope["ct"]}"}}')
+
+
+def peek_header(envelope: object) -> EnvelopeHeader:
+    """The outer envelope as :func:`check_envelope` checks it, its binary fields decoded.
+
+    Raises ``EnvelopeError("malformed")``.
+    """
+    route = check_envelope(envelope)
+    assert isinstance(envelope, dict)  # checked
+    return EnvelopeHeader(id=route.id, sender=route.sender, recipient=route.recipient,
+                          epk=decode_checked_b64u(envelope["epk"]),
+                          nonce=decode_checked_b64u(envelope["nonce"]),
+                          ciphertext=decode_checked_b64u(envelope["ct"]))
 
 
 def open_envelope(envelope: object, recipient: Identity, sender_history: VerifiedHistory, *,

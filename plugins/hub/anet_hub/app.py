@@ -151,7 +151,8 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     if hub.config.public_url:
         public = urlsplit(hub.config.public_url)
         authorities.add(authority(public.scheme, public.netloc))
-    session = Session(hub, ws, remote=request.remote or "?", authorities=frozenset(authorities))
+    session = Session(hub, ws, remote=request.remote or "?", transport=request.transport,
+                      authorities=frozenset(authorities))
     await session.run()
     return ws
 

@@ -2,8 +2,10 @@
 
 Two kinds go out on a :class:`Connection` besides direct answers: envelopes for the node
 (``deliver``), and the ``accepted`` of envelopes the node sent, which arrive when their
-recipients acknowledge them (see :class:`LiveEnvelope`). One task per connection sends both,
-answers first, so a recipient's acknowledgement never waits for its sender's socket.
+recipients acknowledge them (see :class:`LiveEnvelope`). Either is written at once, by the
+session that has it, when nothing waits before it and the node's socket has taken all that was
+written so far; otherwise it waits for the connection's own task, which sends answers first. So
+a slow reader holds up only what is sent to it, never its senders or its recipients.
 
 An envelope for a node is either stored (a :class:`QueuedEnvelope`, deleted when acknowledged)
 or *live*: forwarded before it was stored, its sender told ``accepted`` only when the recipient
@@ -84,13 +86,14 @@ class Connection:
     """
 
     __slots__ = ("_answers", "_inflight", "_live", "_live_bytes", "_outbox", "_rescan",
-                 "_scanning", "_spill", "_storage", "_timer", "_wake", "aid", "closed", "since",
-                 "spilling", "storing", "ws")
+                 "_scanning", "_spill", "_storage", "_timer", "_transport", "_wake", "aid",
+                 "closed", "since", "spilling", "storing", "ws")
 
-    def __init__(self, aid: str, ws: web.WebSocketResponse, storage: HubStorage, *,
-                 spill: Callable[[Connection], None]) -> None:
+    def __init__(self, aid: str, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
+                 storage: HubStorage, *, spill: Callable[[Connection], None]) -> None:
         self.aid = aid
         self.ws = ws
+        self._transport = transport
         self.since = time.time()
         self.closed = False
         self.storing = False
@@ -113,11 +116,18 @@ class Connection:
 
     # -- what the relay hands it --------------------------------------------------------------
 
-    def answer(self, frame: str) -> None:
-        """Send ``frame`` (an answer to this node's request) from the delivery task."""
-        if not self.closed:
-            self._answers.append(frame)
-            self._wake.set()
+    async def answer(self, frame: str) -> None:
+        """Send ``frame`` (an answer to this node's request): now, or from the delivery task."""
+        if self.closed:
+            return
+        if not self._answers and self._writable():
+            try:
+                await self.ws.send_str(frame)
+            except ConnectionError:
+                pass  # the session ends and cleans up; the node asks again elsewhere
+            return
+        self._answers.append(frame)
+        self._wake.set()
 
     def push(self, item: QueuedEnvelope) -> None:
         """A stored envelope for this node."""
@@ -131,7 +141,7 @@ class Connection:
             self._outbox.append(item)
         self._wake.set()
 
-    def forward(self, item: LiveEnvelope) -> bool:
+    async def forward(self, item: LiveEnvelope) -> bool:
         """Take a live envelope; False when it must be stored instead (this node is being fed
         from storage, or too much waits live: then what waits is stored too)."""
         if self.storing or self.closed:
@@ -141,10 +151,17 @@ class Connection:
             return False
         self._live[item.id] = item
         self._live_bytes += len(item.text)
-        self._outbox.append(item)
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(STORE_AFTER_S, self._check_age)
-        self._wake.set()
+        if self._outbox or self._rescan or self._scanning \
+                or len(self._inflight) >= DELIVERY_WINDOW or not self._writable():
+            self._outbox.append(item)
+            self._wake.set()
+            return True
+        try:
+            await self._send(item)
+        except ConnectionError:
+            pass  # still live: stored when the session ends (:meth:`close`)
         return True
 
     def take_live(self) -> list[LiveEnvelope]:
@@ -188,6 +205,12 @@ class Connection:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def _writable(self) -> bool:
+        """The node's socket took everything written so far: a frame written now does not wait
+        for it to read."""
+        transport = self._transport
+        return transport is not None and transport.get_write_buffer_size() == 0
 
     def _check_age(self) -> None:
         self._timer = None

@@ -16,14 +16,20 @@ the same way; rate limits are then kept in shared storage (:class:`SharedBuckets
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from aiohttp import web
 
 from anet_core.api import TokenBucket
-from anet_core.protocol.envelope import DEFAULT_MAX_AGE_S, EnvelopeError, peek_header
+from anet_core.protocol.envelope import (
+    DEFAULT_MAX_AGE_S,
+    EnvelopeError,
+    check_envelope,
+    envelope_text,
+)
 from anet_core.protocol.frames import Refusal
 from anet_hub.delivery import Connection, LiveEnvelope, accepted_frame
 from anet_hub.metrics import HubMetrics
@@ -31,9 +37,6 @@ from anet_hub.storage import AgentState, HubStorage, QueuedEnvelope, StorageErro
 
 log = logging.getLogger(__name__)
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-"""The envelope's text as forwarded and stored (``json.dumps`` with these options would build
-an encoder per call)."""
 MAX_QUEUE_TTL_S = DEFAULT_MAX_AGE_S
 """Recipients refuse envelopes older than this (anet_core.protocol.envelope), so keeping them longer
 would only waste the disk."""
@@ -167,9 +170,10 @@ class Relay:
         for aid in full:
             del self._buckets[aid]
 
-    def connection(self, aid: str, ws: Any) -> Connection:
+    def connection(self, aid: str, ws: web.WebSocketResponse,
+                   transport: asyncio.Transport | None) -> Connection:
         """A new connection for the registered node ``aid`` (attach it with :meth:`attach`)."""
-        return Connection(aid, ws, self.storage, spill=self._spill)
+        return Connection(aid, ws, transport, self.storage, spill=self._spill)
 
     async def submit(self, sender: str, envelope: dict[str, object], frame_bytes: int, *,
                      rid: str, reply_to: Connection | None = None,
@@ -188,7 +192,7 @@ class Relay:
                           f"the envelope is {frame_bytes} bytes; this hub accepts at most {limit} "
                           "bytes per envelope (hub option --max-envelope-bytes)")
         try:
-            header = peek_header(envelope)
+            header = check_envelope(envelope)
         except EnvelopeError as error:
             log.warning("event=refused reason=malformed-envelope from=%s detail=%r", sender,
                         str(error))
@@ -205,10 +209,10 @@ class Relay:
             raise Refusal("unknown-recipient", f"{recipient} is not registered at this "
                                                "hub; look the agent up at its home hub")
         sender = header.sender
-        text = _ENCODE(envelope)
+        text = envelope_text(envelope)
         now = time.time()
         conn = self.connections.get(recipient)
-        if conn is not None and reply_to is not None and conn.forward(LiveEnvelope(
+        if conn is not None and reply_to is not None and await conn.forward(LiveEnvelope(
                 id=header.id, sender=sender, recipient=recipient, text=text, received_at=now,
                 rid=rid, reply_to=reply_to)):
             return None
@@ -262,9 +266,9 @@ class Relay:
                                                item.received_at)
                 except Refusal as refusal:
                     # Not stored, so not accepted: the sender sends it again later.
-                    item.reply_to.answer(refusal.frame(item.rid).dump())
+                    await item.reply_to.answer(refusal.frame(item.rid).dump())
                     continue
-                item.reply_to.answer(accepted_frame(item.rid, item.id))
+                await item.reply_to.answer(accepted_frame(item.rid, item.id))
                 if conn.closed:
                     # Its recipient went away: feed the connection that replaced it, if any.
                     now_conn = self.connections.get(item.recipient)
@@ -285,7 +289,7 @@ class Relay:
         if live is not None:
             if live.storing is None:
                 # The recipient has it: the sender may forget it, and the hub never stored it.
-                live.reply_to.answer(accepted_frame(live.rid, live.id))
+                await live.reply_to.answer(accepted_frame(live.rid, live.id))
                 self.metrics.relayed.inc()
                 self.metrics.delivered.inc()
                 return

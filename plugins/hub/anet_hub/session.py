@@ -61,9 +61,10 @@ NONCE_BYTES = 32
 
 class Session:
     def __init__(self, hub: HubState, ws: web.WebSocketResponse, *, remote: str,
-                 authorities: frozenset[str]) -> None:
+                 transport: asyncio.Transport | None, authorities: frozenset[str]) -> None:
         self.hub = hub
         self.ws = ws
+        self.transport = transport
         self.remote = remote
         self.challenge = Challenge(hub_aid=hub.identity.aid, nonce=b64u(os.urandom(NONCE_BYTES)),
                                    ts=int(time.time()), authorities=authorities)
@@ -249,7 +250,7 @@ class Session:
 
     async def _go_live(self) -> None:
         assert self.aid is not None
-        self.conn = self.hub.relay.connection(self.aid, self.ws)
+        self.conn = self.hub.relay.connection(self.aid, self.ws, self.transport)
         replaced = await self.hub.relay.attach(self.conn)
         if replaced is not None:
             log.info("event=replaced aid=%s", self.aid)
