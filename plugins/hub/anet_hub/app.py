@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import time
@@ -147,14 +148,22 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, compress=False,
                                max_msg_size=hub.config.max_envelope_bytes + FRAME_SLACK_BYTES)
     await ws.prepare(request)
-    authorities = {authority("ws" if request.scheme == "http" else "wss", request.host)}
-    if hub.config.public_url:
-        public = urlsplit(hub.config.public_url)
-        authorities.add(authority(public.scheme, public.netloc))
     session = Session(hub, ws, remote=request.remote or "?", transport=request.transport,
-                      authorities=frozenset(authorities))
+                      authorities=_authorities(request.scheme, request.host,
+                                               hub.config.public_url))
     await session.run()
     return ws
+
+
+@functools.lru_cache(maxsize=256)
+def _authorities(scheme: str, host: str, public_url: str | None) -> frozenset[str]:
+    """The ``host:port`` forms a node may have signed for (shared by the sessions that came
+    the same way, so each does not hold a copy)."""
+    found = {authority("ws" if scheme == "http" else "wss", host)}
+    if public_url:
+        public = urlsplit(public_url)
+        found.add(authority(public.scheme, public.netloc))
+    return frozenset(found)
 
 
 @routes.get("/v1/health")

@@ -82,37 +82,46 @@ def accepted_frame(rid: str, envelope_id: str) -> str:
 class Connection:
     """A registered node's WebSocket, seen from the relay: what was sent, what waits.
 
-    ``spill`` is called (by the relay) when the node's live envelopes must be stored now.
+    ``spill`` is called (by the relay) when the node's live envelopes must be stored now. An
+    idle connection holds no task and no queue: 1,000s of them are mostly the socket's own.
     """
 
     __slots__ = ("_answers", "_inflight", "_live", "_live_bytes", "_outbox", "_rescan",
-                 "_scanning", "_spill", "_storage", "_timer", "_transport", "_wake", "aid",
-                 "closed", "since", "spilling", "storing", "ws")
+                 "_room", "_scanning", "_spill", "_started", "_storage", "_task", "_timer",
+                 "_transport", "aid", "closed", "since", "spilling", "storing", "ws")
 
     def __init__(self, aid: str, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
                  storage: HubStorage, *, spill: Callable[[Connection], None]) -> None:
         self.aid = aid
         self.ws = ws
-        self._transport = transport
         self.since = time.time()
         self.closed = False
         self.storing = False
         """True while new envelopes for this node are stored first (it fell behind or was
         slow); it goes back to live once everything sent to it was acknowledged."""
+        self.spilling: asyncio.Future[None] | None = None
+        """Done when the live envelopes being stored now are stored."""
+        self._transport = transport
         self._storage = storage
         self._spill = spill
+        self._started = False
         self._inflight: dict[str, float] = {}
         """Envelope id → when the hub received it (the relay latency is measured at the ack)."""
-        self._outbox: deque[QueuedEnvelope | LiveEnvelope] = deque()
+        self._outbox: deque[QueuedEnvelope | LiveEnvelope] | None = None
         self._live: dict[str, LiveEnvelope] = {}
         self._live_bytes = 0
-        self._answers: list[str] = []
+        self._answers: list[str] | None = None
         self._rescan = True  # a new connection first drains what was queued while it was away
         self._scanning = False
         self._timer: asyncio.TimerHandle | None = None
-        self._wake = asyncio.Event()
-        self.spilling: asyncio.Future[None] | None = None
-        """Done when the live envelopes being stored now are stored."""
+        self._task: asyncio.Task[None] | None = None
+        self._room: asyncio.Future[None] | None = None
+        """Waited on while ``DELIVERY_WINDOW`` envelopes wait for their acknowledgement."""
+
+    def start(self) -> None:
+        """The node was told it is registered: frames for it may go out from now on."""
+        self._started = True
+        self._kick()
 
     # -- what the relay hands it --------------------------------------------------------------
 
@@ -124,22 +133,24 @@ class Connection:
             try:
                 await self.ws.send_str(frame)
             except ConnectionError:
-                pass  # the session ends and cleans up; the node asks again elsewhere
+                pass  # the session ends and cleans up; the node asks again
             return
+        if self._answers is None:
+            self._answers = []
         self._answers.append(frame)
-        self._wake.set()
+        self._kick()
 
     def push(self, item: QueuedEnvelope) -> None:
         """A stored envelope for this node."""
-        if len(self._outbox) >= OUTBOX_LIMIT:
+        outbox = self._queue()
+        if len(outbox) >= OUTBOX_LIMIT:
             # The node is slower than its senders: drop the memory copies of stored envelopes,
             # storage has them all (live ones it has not: those stay).
-            self._outbox = deque(entry for entry in self._outbox
-                                 if isinstance(entry, LiveEnvelope))
+            self._outbox = deque(entry for entry in outbox if isinstance(entry, LiveEnvelope))
             self._rescan = True
         else:
-            self._outbox.append(item)
-        self._wake.set()
+            outbox.append(item)
+        self._kick()
 
     async def forward(self, item: LiveEnvelope) -> bool:
         """Take a live envelope; False when it must be stored instead (this node is being fed
@@ -155,8 +166,8 @@ class Connection:
             self._timer = asyncio.get_running_loop().call_later(STORE_AFTER_S, self._check_age)
         if self._outbox or self._rescan or self._scanning \
                 or len(self._inflight) >= DELIVERY_WINDOW or not self._writable():
-            self._outbox.append(item)
-            self._wake.set()
+            self._queue().append(item)
+            self._kick()
             return True
         try:
             await self._send(item)
@@ -168,8 +179,7 @@ class Connection:
         """The live envelopes not being stored yet, in the order they came, to be stored now;
         from now on new envelopes for this node are stored first."""
         self.storing = True
-        waiting = [item for item in self._live.values() if item.storing is None]
-        return waiting
+        return [item for item in self._live.values() if item.storing is None]
 
     def stored(self, items: list[LiveEnvelope]) -> None:
         """``items`` (from :meth:`take_live`) are in storage now, or failed to be."""
@@ -182,7 +192,7 @@ class Connection:
         """Read the node's queue from storage again (an envelope may be there that no one
         pushed: a notification between instances was lost)."""
         self._rescan = True
-        self._wake.set()
+        self._kick()
 
     def acked(self, envelope_id: str) -> tuple[float | None, LiveEnvelope | None]:
         """When the acknowledged envelope came to the hub, if it was sent on this connection;
@@ -192,8 +202,11 @@ class Connection:
         if live is not None and live.storing is None:
             del self._live[envelope_id]
             self._live_bytes -= len(live.text)
-        if received_at is not None:
-            self._wake.set()  # the window has room again
+        room = self._room
+        if received_at is not None and room is not None and not room.done():
+            room.set_result(None)
+        elif self._outbox:
+            self._kick()
         self._maybe_live()
         return received_at, live
 
@@ -201,24 +214,31 @@ class Connection:
         """The connection ended: nothing more is sent on it (the relay stores what it had
         live, :meth:`take_live`)."""
         self.closed = True
-        self._answers.clear()
+        self._answers = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._task is not None:
+            self._task.cancel()
+
+    def _queue(self) -> deque[QueuedEnvelope | LiveEnvelope]:
+        if self._outbox is None:
+            self._outbox = deque()
+        return self._outbox
 
     def _writable(self) -> bool:
-        """The node's socket took everything written so far: a frame written now does not wait
-        for it to read."""
+        """The node was told it is registered and its socket took everything written so far: a
+        frame written now does not wait for it to read."""
         transport = self._transport
-        return transport is not None and transport.get_write_buffer_size() == 0
+        return self._started and transport is not None \
+            and transport.get_write_buffer_size() == 0
 
     def _check_age(self) -> None:
         self._timer = None
         pending = [item for item in self._live.values() if item.storing is None]
         if not pending:
             return
-        oldest = pending[0].received_at
-        due = oldest + STORE_AFTER_S - time.time()
+        due = pending[0].received_at + STORE_AFTER_S - time.time()
         if due <= 0:
             log.info("event=recipient-slow aid=%s live=%d then=store", self.aid, len(pending))
             self._spill(self)
@@ -230,10 +250,31 @@ class Connection:
                                  or self._scanning or self.closed):
             self.storing = False
 
-    # -- the task that sends ------------------------------------------------------------------
+    # -- the task that sends what waits -------------------------------------------------------
 
-    async def deliver_forever(self) -> None:
-        while True:
+    def _kick(self) -> None:
+        """Run the delivery task, unless it runs (or the node may not be written to yet)."""
+        if self._task is None and self._started and not self.closed:
+            self._task = asyncio.create_task(self._deliver(), name=f"deliver-{self.aid[:8]}")
+            self._task.add_done_callback(self._delivered)
+
+    def _delivered(self, task: asyncio.Task[None]) -> None:
+        self._task = None
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None and not isinstance(error, ConnectionError):
+            log.error("event=delivery-failed aid=%s error=%r", self.aid, error)
+            asyncio.ensure_future(self.ws.close(code=1011, message=b"hub session failed"))
+        elif error is None and not self.closed and (
+                self._answers or self._rescan
+                or (self._outbox and len(self._inflight) < DELIVERY_WINDOW)):
+            self._kick()  # more came as it ended
+
+    async def _deliver(self) -> None:
+        """Send what waits, answers first; end when nothing does (or the window is full: the
+        next acknowledgement runs it again)."""
+        while not self.closed:
             if self._answers:
                 await self._send_answers()
             elif self._rescan:
@@ -251,12 +292,13 @@ class Connection:
             elif self._outbox and len(self._inflight) < DELIVERY_WINDOW:
                 await self._send(self._outbox.popleft())
             else:
-                self._wake.clear()
-                await self._wake.wait()
+                if self._outbox is not None and not self._outbox:
+                    self._outbox = None
+                return
 
     async def _send_answers(self) -> None:
-        answers, self._answers = self._answers, []
-        for frame in answers:
+        answers, self._answers = self._answers, None
+        for frame in answers or ():
             await self.ws.send_str(frame)
 
     async def _scan(self) -> None:
@@ -269,9 +311,12 @@ class Connection:
                 while len(self._inflight) >= DELIVERY_WINDOW:
                     if self._answers:
                         await self._send_answers()
-                    else:
-                        self._wake.clear()
-                        await self._wake.wait()
+                        continue
+                    self._room = asyncio.get_running_loop().create_future()
+                    try:
+                        await self._room
+                    finally:
+                        self._room = None
                 await self._send(item)
             if len(batch) < SCAN_BATCH:
                 return

@@ -72,7 +72,8 @@ class Session:
         self.peer_hub = False
         """True when ``aid`` is a federated hub, not an agent."""
         self.conn: Connection | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] | None = None
+        """Work that lasts as long as the session (waiting for approval), made when needed."""
 
     async def run(self) -> None:
         try:
@@ -256,7 +257,7 @@ class Session:
             log.info("event=replaced aid=%s", self.aid)
             await replaced.ws.close(code=4001, message=b"replaced by a newer connection")
         await self._send(RegisteredFrame(aid=self.aid, state="registered", limits=self._limits()))
-        self._spawn(self.conn.deliver_forever())
+        self.conn.start()
 
     async def _await_approval(self) -> None:
         assert self.aid is not None
@@ -279,11 +280,14 @@ class Session:
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coroutine)
+        if self._tasks is None:
+            self._tasks = set()
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
+        if self._tasks is not None:
+            self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None \
                 and not isinstance(task.exception(), ConnectionError):
             log.error("event=session-task-failed aid=%s error=%r", self.aid, task.exception())
@@ -295,9 +299,9 @@ class Session:
             await self.ws.send_str(frame.dump())
 
     async def _end(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
         if self._tasks:
+            for task in list(self._tasks):
+                task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.conn is not None:
             await self.hub.relay.detach(self.conn)
