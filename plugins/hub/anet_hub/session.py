@@ -60,35 +60,39 @@ NONCE_BYTES = 32
 
 
 class Session:
+    __slots__ = ("_tasks", "aid", "challenge", "conn", "hub", "peer_hub", "remote", "transport",
+                 "ws")
+
     def __init__(self, hub: HubState, ws: web.WebSocketResponse, *, remote: str,
                  transport: asyncio.Transport | None, authorities: frozenset[str]) -> None:
         self.hub = hub
         self.ws = ws
         self.transport = transport
         self.remote = remote
-        self.challenge = Challenge(hub_aid=hub.identity.aid, nonce=b64u(os.urandom(NONCE_BYTES)),
-                                   ts=int(time.time()), authorities=authorities)
+        self.challenge: Challenge | None = Challenge(
+            hub_aid=hub.identity.aid, nonce=b64u(os.urandom(NONCE_BYTES)), ts=int(time.time()),
+            authorities=authorities)
         self.aid: str | None = None
-        self.peer_hub = False
-        """True when ``aid`` is a federated hub, not an agent."""
+        self.peer_hub = False  # True when ``aid`` is a federated hub, not an agent
         self.conn: Connection | None = None
+        # Work that lasts as long as the session (waiting for approval), made when needed.
         self._tasks: set[asyncio.Task[None]] | None = None
-        """Work that lasts as long as the session (waiting for approval), made when needed."""
 
     async def run(self) -> None:
         try:
             await self._send(self._challenge_frame())
-            first = await asyncio.wait_for(self.ws.receive(), CHALLENGE_TTL_S)
-            if first.type is WSMsgType.TEXT:
-                await self._handle_text(first.data)
+            await self._first_frame()
             if self.aid is None:
                 return  # no registration: nothing else is answered on this connection
+            self.challenge = None  # answered: nothing asks for it again
             async for message in self.ws:
                 if message.type is WSMsgType.TEXT:
                     await self._handle_text(message.data)
                 elif message.type is WSMsgType.BINARY:
                     await self._send(ErrorFrame(reason="bad-frame",
                                                 message="frames are JSON text, not binary"))
+                # An idle connection keeps nothing of its last frame (an envelope may be large).
+                del message
         except TimeoutError:
             await self._send(ErrorFrame(reason="challenge-expired",
                                         message=f"no registration within {CHALLENGE_TTL_S:g} s"))
@@ -97,8 +101,15 @@ class Session:
         finally:
             await self._end()
 
+    async def _first_frame(self) -> None:
+        """The answer to the challenge (``register`` or ``federate``), within its time."""
+        first = await asyncio.wait_for(self.ws.receive(), CHALLENGE_TTL_S)
+        if first.type is WSMsgType.TEXT:
+            await self._handle_text(first.data)
+
     def _challenge_frame(self) -> ChallengeFrame:
         challenge = self.challenge
+        assert challenge is not None
         signature = self.hub.identity.sign(
             challenge_bytes(hub_aid=challenge.hub_aid, nonce=challenge.nonce, ts=challenge.ts),
             context=CHALLENGE_CONTEXT)
@@ -204,6 +215,7 @@ class Session:
             raise Refusal("not-federated", f"this hub ({self.hub.identity.aid}) does not "
                                            f"federate with the hub {frame.aid}; its operator "
                                            f"would add --federate {frame.aid}@<its URL>")
+        assert self.challenge is not None  # kept until a register or federate frame is taken
         check_challenge(frame, self.challenge)
         check_answer(frame, self.challenge, None)
         self.aid, self.peer_hub = frame.aid, True
@@ -234,6 +246,7 @@ class Session:
         if self.aid is not None:
             raise Refusal("already-registered", f"this connection is registered as {self.aid}")
         try:
+            assert self.challenge is not None  # kept until a register frame is taken
             record = await self.hub.directory.register(frame, self.challenge)
         except Refusal as refusal:
             log.warning("event=register-refused aid=%s remote=%s reason=%s", frame.aid,
