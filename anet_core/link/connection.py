@@ -60,6 +60,7 @@ FIRST_ATTEMPT_WAIT_S = 2.0
 """``start`` waits this long for the first connection attempt, so the status shown right after
 ``anet up`` is the real one rather than a guess."""
 HEARTBEAT_S = 30.0
+UNSENT_HEADERS = ("Accept", "Accept-Encoding", "User-Agent")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 RATE_LIMIT_DEADLINE_S = 30.0
 """A request refused ``rate-limited`` is retried until this long after it was first made; then
@@ -233,7 +234,9 @@ class HubConnection:
         if self._url is None:
             return
         if self._http is None:
-            self._http = aiohttp.ClientSession()
+            # Headers that mean nothing to a WebSocket upgrade, which the hub would hold for as
+            # long as the connection lasts.
+            self._http = aiohttp.ClientSession(skip_auto_headers=UNSENT_HEADERS)
         self._attempted.clear()
         self._loop_task = asyncio.create_task(self._run(self._url), name="hub-link")
         with contextlib.suppress(TimeoutError):

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import logging
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -66,7 +67,12 @@ DEFAULT_QUEUE_TTL_S = MAX_QUEUE_TTL_S
 FRAME_SLACK_BYTES = 64 * 1024
 """WebSocket messages may exceed the envelope limit by this much, so an oversize envelope is
 answered with a clear ``envelope-too-large`` frame instead of a closed connection."""
-HEARTBEAT_S = 30.0
+KEEPALIVE_IDLE_S = 30
+KEEPALIVE_INTERVAL_S = 10
+KEEPALIVE_PROBES = 3
+"""A node's connection whose peer stopped answering TCP keepalives (machine or network gone)
+ends after about a minute. The kernel keeps that watch, not a WebSocket heartbeat timer per
+connection; the node's own heartbeat (anet_core.link.connection) watches the hub."""
 SWEEP_INTERVAL_S = 60.0
 
 
@@ -145,7 +151,8 @@ routes = web.RouteTableDef()
 @routes.get(WS_PATH)
 async def websocket(request: web.Request) -> web.StreamResponse:
     hub = request.app[STATE_KEY]
-    ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, compress=False,
+    _keep_alive(request.transport)
+    ws = web.WebSocketResponse(compress=False,
                                max_msg_size=hub.config.max_envelope_bytes + FRAME_SLACK_BYTES)
     await ws.prepare(request)
     session = Session(hub, ws, remote=request.remote or "?", transport=request.transport,
@@ -153,6 +160,17 @@ async def websocket(request: web.Request) -> web.StreamResponse:
                                                hub.config.public_url))
     await session.run()
     return ws
+
+
+def _keep_alive(transport: asyncio.BaseTransport | None) -> None:
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None or not hasattr(socket, "TCP_KEEPIDLE"):
+        return  # not TCP, or a platform without these options: the node's heartbeat remains
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE_S)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
 
 
 @functools.lru_cache(maxsize=256)

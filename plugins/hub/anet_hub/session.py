@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 APPROVAL_POLL_S = 1.0
 """How often a pending session looks whether ``anet hub approve`` (another process) approved it."""
 NONCE_BYTES = 32
+_ENDED = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED)
 
 
 class Session:
@@ -85,12 +86,15 @@ class Session:
             if self.aid is None:
                 return  # no registration: nothing else is answered on this connection
             self.challenge = None  # answered: nothing asks for it again
-            async for message in self.ws:
+            while True:  # not ``async for``: one coroutine frame less per open connection
+                message = await self.ws.receive()
                 if message.type is WSMsgType.TEXT:
                     await self._handle_text(message.data)
                 elif message.type is WSMsgType.BINARY:
                     await self._send(ErrorFrame(reason="bad-frame",
                                                 message="frames are JSON text, not binary"))
+                elif message.type in _ENDED:
+                    return
                 # An idle connection keeps nothing of its last frame (an envelope may be large).
                 del message
         except TimeoutError:
