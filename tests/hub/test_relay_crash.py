@@ -13,8 +13,8 @@ import asyncio
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack, closing
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,20 @@ def stored_ids(hub: HubProcess) -> set[str]:
         return {row[0] for row in db.execute("SELECT id FROM envelopes")}
 
 
+@asynccontextmanager
+async def network(tmp_path: Path,
+                  provider: Provider) -> AsyncIterator[tuple[HubProcess, Counted, Counted]]:
+    """A hub process, and alice and bob (serving through ``provider``) registered there."""
+    hub = HubProcess(tmp_path / "hub" / "data", free_port()).start()
+    try:
+        async with AsyncExitStack() as stack:
+            bob = Counted(await start_node(stack, tmp_path / "bob", hub.url, provider))
+            alice = Counted(await start_node(stack, tmp_path / "alice", hub.url))
+            yield hub, alice, bob
+    finally:
+        hub.stop()
+
+
 async def restart(hub: HubProcess) -> None:
     await asyncio.to_thread(hub.start)
 
@@ -99,50 +113,44 @@ async def test_hub_killed_holding_envelopes_it_forwarded_unstored(
     its sender was never told ``accepted``); once after forwarding it, before the recipient
     kept it."""
     caplog.set_level(logging.INFO, logger=INBOUND_LOGGER)
-    hub = HubProcess(tmp_path / "hub" / "data", free_port()).start()
     provider = Provider()
-    try:
-        async with AsyncExitStack() as stack:
-            bob = Counted(await start_node(stack, tmp_path / "bob", hub.url, provider))
-            alice = Counted(await start_node(stack, tmp_path / "alice", hub.url))
-            killed = asyncio.Event()
-            kill_at: list[tuple[int, bool]] = []
-            """When to kill: at bob's n-th envelope; before his task layer keeps it, or after."""
-            gate = asyncio.Event()  # bob takes nothing while alice queues the tasks
+    async with network(tmp_path, provider) as (hub, alice, bob):
+        killed = asyncio.Event()
+        kill_at: list[tuple[int, bool]] = []
+        """When to kill: at bob's n-th envelope; before his task layer keeps it, or after."""
+        gate = asyncio.Event()  # bob takes nothing while alice queues the tasks
 
-            def kill(kept: bool) -> None:
-                if kill_at and kill_at[0] == (sum(bob.received.values()) + (not kept), kept):
-                    kill_at.pop()
-                    hub.kill()
-                    killed.set()
+        def kill(kept: bool) -> None:
+            if kill_at and kill_at[0] == (sum(bob.received.values()) + (not kept), kept):
+                kill_at.pop()
+                hub.kill()
+                killed.set()
 
-            async def before(envelope: dict[str, Any]) -> None:
-                await gate.wait()
-                kill(kept=False)  # forwarded to bob, not kept by him: alice heard nothing
+        async def before(envelope: dict[str, Any]) -> None:
+            await gate.wait()
+            kill(kept=False)  # forwarded to bob, not kept by him: alice heard nothing
 
-            bob.before, bob.after_kept = before, lambda envelope: kill(kept=True)
-            ids: list[str] = []
-            for count, n, kept in ((5, 3, True), (20, 8, False)):
-                # Queued at alice first (her outbox sends them in order, each once the previous
-                # was accepted, and bob's updates come back meanwhile); bob takes them then,
-                # and the hub dies at his n-th.
-                await registered(alice.node, bob.node)
-                gate.clear()
-                sent = await send_tasks(alice.node, bob.node, count, f"batch of {count}")
-                kill_at.append((sum(bob.received.values()) + n, kept))
-                gate.set()
-                await asyncio.wait_for(killed.wait(), RECOVERY_S)
-                killed.clear()
-                await restart(hub)
-                ids += sent
-                await all_completed(alice.node, ids)
+        bob.before, bob.after_kept = before, lambda envelope: kill(kept=True)
+        ids: list[str] = []
+        for count, n, kept in ((5, 3, True), (20, 8, False)):
+            # Queued at alice first (her outbox sends them in order, each once the previous
+            # was accepted, and bob's updates come back meanwhile); bob takes them then,
+            # and the hub dies at his n-th.
+            await registered(alice.node, bob.node)
+            gate.clear()
+            sent = await send_tasks(alice.node, bob.node, count, f"batch of {count}")
+            kill_at.append((sum(bob.received.values()) + n, kept))
+            gate.set()
+            await asyncio.wait_for(killed.wait(), RECOVERY_S)
+            killed.clear()
+            await restart(hub)
+            ids += sent
+            await all_completed(alice.node, ids)
 
-            assert sorted(provider.served) == sorted(ids)
-            assert set(provider.served.values()) == {1}, provider.served
-            # The envelope whose ack was lost came again, and was refused as a replay.
-            assert check_once([alice, bob], caplog) >= 1
-    finally:
-        hub.stop()
+        assert sorted(provider.served) == sorted(ids)
+        assert set(provider.served.values()) == {1}, provider.served
+        # The envelope whose ack was lost came again, and was refused as a replay.
+        assert check_once([alice, bob], caplog) >= 1
 
 
 async def test_hub_killed_with_envelopes_it_stored_for_a_slow_recipient(
@@ -151,42 +159,36 @@ async def test_hub_killed_with_envelopes_it_stored_for_a_slow_recipient(
     waits for it and tells the sender ``accepted``; the hub is killed then, before the recipient
     acknowledged, and restarted: the stored envelopes come from its storage, once each."""
     caplog.set_level(logging.INFO, logger=INBOUND_LOGGER)
-    hub = HubProcess(tmp_path / "hub" / "data", free_port()).start()
     provider = Provider()
-    try:
-        async with AsyncExitStack() as stack:
-            bob = Counted(await start_node(stack, tmp_path / "bob", hub.url, provider))
-            alice = Counted(await start_node(stack, tmp_path / "alice", hub.url))
-            ids = await send_tasks(alice.node, bob.node, 2, "warm-up")
-            await all_completed(alice.node, ids)
+    async with network(tmp_path, provider) as (hub, alice, bob):
+        ids = await send_tasks(alice.node, bob.node, 2, "warm-up")
+        await all_completed(alice.node, ids)
 
-            stalled: list[str] = []
-            release = asyncio.Event()
+        stalled: list[str] = []
+        release = asyncio.Event()
 
-            async def stall_once(envelope: dict[str, Any]) -> None:
-                if not stalled:
-                    stalled.append(envelope["id"])
-                    await release.wait()
+        async def stall_once(envelope: dict[str, Any]) -> None:
+            if not stalled:
+                stalled.append(envelope["id"])
+                await release.wait()
 
-            bob.before = stall_once
-            ids += await send_tasks(alice.node, bob.node, 1, "slow")
-            await eventually(lambda: stalled, "bob stalls on the message")
-            await eventually(lambda: stalled[0] in stored_ids(hub),
-                             f"the hub stores it after {STORE_AFTER_S:g} s without an ack",
-                             RECOVERY_S)
-            hub.kill()
-            release.set()  # bob keeps it now; his ack has no hub to go to
-            await restart(hub)
-            await registered(alice.node, bob.node)
-            ids += await send_tasks(alice.node, bob.node, 3, "after")
-            await all_completed(alice.node, ids)
+        bob.before = stall_once
+        ids += await send_tasks(alice.node, bob.node, 1, "slow")
+        await eventually(lambda: stalled, "bob stalls on the message")
+        await eventually(lambda: stalled[0] in stored_ids(hub),
+                         f"the hub stores it after {STORE_AFTER_S:g} s without an ack",
+                         RECOVERY_S)
+        hub.kill()
+        release.set()  # bob keeps it now; his ack has no hub to go to
+        await restart(hub)
+        await registered(alice.node, bob.node)
+        ids += await send_tasks(alice.node, bob.node, 3, "after")
+        await all_completed(alice.node, ids)
 
-            assert sorted(provider.served) == sorted(ids)
-            assert set(provider.served.values()) == {1}, provider.served
-            await eventually(lambda: not stored_ids(hub), "the hub's queue is empty again")
-            # Kept by bob when the hub was gone (or, if his task layer needed the hub for it,
-            # not yet), then delivered from the restarted hub's storage: once more at most.
-            assert bob.received[stalled[0]] >= 1
-            check_once([alice, bob], caplog)
-    finally:
-        hub.stop()
+        assert sorted(provider.served) == sorted(ids)
+        assert set(provider.served.values()) == {1}, provider.served
+        await eventually(lambda: not stored_ids(hub), "the hub's queue is empty again")
+        # Kept by bob when the hub was gone (or, if his task layer needed the hub for it,
+        # not yet), then delivered from the restarted hub's storage: once more at most.
+        assert bob.received[stalled[0]] >= 1
+        check_once([alice, bob], caplog)
