@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -74,6 +75,17 @@ class LiveEnvelope:
                               expires_at=self.received_at + ttl)
 
 
+_FIN_TEXT = 0x81
+_HEADER_SHORT = struct.Struct("!BB")
+_HEADER_MEDIUM = struct.Struct("!BBH")
+_HEADER_LONG = struct.Struct("!BBQ")
+
+
+def _deliver_frame(item: QueuedEnvelope | LiveEnvelope) -> str:
+    # The envelope's text is forwarded as is: no parse and re-encode of large envelopes.
+    return f'{{"type":"deliver","queuedAt":{item.stored_at!r},"envelope":{item.text}}}'
+
+
 def accepted_frame(rid: str, envelope_id: str) -> str:
     """``AcceptedFrame(rid=rid, id=envelope_id).dump()``, without a model per envelope."""
     return f'{{"type":"accepted","rid":{json.dumps(rid)},"id":{json.dumps(envelope_id)}}}'
@@ -88,7 +100,8 @@ class Connection:
 
     __slots__ = ("_answers", "_inflight", "_live", "_live_bytes", "_outbox", "_rescan",
                  "_room", "_scanning", "_spill", "_started", "_storage", "_task", "_timer",
-                 "_transport", "aid", "closed", "since", "spilling", "storing", "ws")
+                 "_transport", "_unflushed", "aid", "closed", "since", "spilling", "storing",
+                 "ws")
 
     def __init__(self, aid: str, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
                  storage: HubStorage, *, spill: Callable[[Connection], None]) -> None:
@@ -115,6 +128,8 @@ class Connection:
         self._scanning = False
         self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
+        self._unflushed: list[bytes] | None = None
+        """Frames written at once in this turn of the event loop (:meth:`_write_soon`)."""
         self._room: asyncio.Future[None] | None = None
         """Waited on while ``DELIVERY_WINDOW`` envelopes wait for their acknowledgement."""
 
@@ -130,10 +145,7 @@ class Connection:
         if self.closed:
             return
         if not self._answers and self._writable():
-            try:
-                await self.ws.send_str(frame)
-            except ConnectionError:
-                pass  # the session ends and cleans up; the node asks again
+            self._write_soon(frame)
             return
         if self._answers is None:
             self._answers = []
@@ -169,10 +181,8 @@ class Connection:
             self._queue().append(item)
             self._kick()
             return True
-        try:
-            await self._send(item)
-        except ConnectionError:
-            pass  # still live: stored when the session ends (:meth:`close`)
+        self._inflight[item.id] = item.stored_at
+        self._write_soon(_deliver_frame(item))
         return True
 
     def take_live(self) -> list[LiveEnvelope]:
@@ -297,6 +307,7 @@ class Connection:
                 return
 
     async def _send_answers(self) -> None:
+        self._flush()
         answers, self._answers = self._answers, None
         for frame in answers or ():
             await self.ws.send_str(frame)
@@ -329,6 +340,32 @@ class Connection:
         if isinstance(item, QueuedEnvelope) and item.expires_at <= time.time():
             return
         self._inflight[item.id] = item.stored_at
-        # The envelope's text is forwarded as is: no parse and re-encode of large envelopes.
-        await self.ws.send_str(f'{{"type":"deliver","queuedAt":{item.stored_at!r},'
-                               f'"envelope":{item.text}}}')
+        self._flush()  # what was written at once goes first
+        await self.ws.send_str(_deliver_frame(item))
+
+    # -- frames written at once ---------------------------------------------------------------
+
+    def _write_soon(self, text: str) -> None:
+        """Write the text frame ``text`` with the others written in this turn of the event
+        loop: one ``send()`` for all of them instead of one each (RFC 6455, 5.2: a server's
+        frames are not masked; aiohttp writes each of its own frames whole, so they do not
+        interleave)."""
+        payload = text.encode()
+        size = len(payload)
+        if size < 126:
+            header = _HEADER_SHORT.pack(_FIN_TEXT, size)
+        elif size < 1 << 16:
+            header = _HEADER_MEDIUM.pack(_FIN_TEXT, 126, size)
+        else:
+            header = _HEADER_LONG.pack(_FIN_TEXT, 127, size)
+        if self._unflushed is None:
+            self._unflushed = []
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._unflushed += (header, payload)
+
+    def _flush(self) -> None:
+        frames, self._unflushed = self._unflushed, None
+        transport = self._transport
+        if frames and transport is not None and not transport.is_closing() \
+                and not self.ws.closed:
+            transport.write(b"".join(frames))
