@@ -194,3 +194,43 @@ async def test_the_hub_stores_no_plaintext(hub, nodes, inbox_factory):
     await inbox.wait_for(3)
     stored = b"".join(path.read_bytes() for path in files if path.exists())
     assert SECRET.encode() not in stored
+
+
+async def test_an_envelope_for_a_connected_node_is_accepted_when_it_acks_and_never_stored(
+        hub, nodes, inbox_factory, monkeypatch):
+    monkeypatch.setattr("anet_hub.delivery.STORE_AFTER_S", 60.0)  # slow is not tested here
+    held = asyncio.Event()
+    release = asyncio.Event()
+    inbox = inbox_factory()
+
+    async def holding(envelope: dict) -> None:
+        held.set()
+        await release.wait()
+        await inbox(envelope)
+
+    bob = await nodes.connect("bob", hub, receiver=holding)
+    alice = await nodes.connect("alice", hub)
+    bob_aid = nodes.identity("bob").aid
+    envelope = envelope_for(nodes, "alice", "bob", {"text": "live"})
+    sending = asyncio.create_task(alice.send(envelope))
+    await asyncio.wait_for(held.wait(), 10)
+    assert not sending.done()  # bob has not kept it yet: alice keeps it too
+    assert await queued(hub, bob_aid) == []  # and the hub never stored it
+    release.set()
+    await asyncio.wait_for(sending, 10)
+    assert [item["id"] for item in await inbox.wait_for(1)] == [envelope["id"]]
+    assert await queued(hub, bob_aid) == []
+
+    # Bob goes away holding one: the hub stores it, tells alice accepted, delivers it later.
+    release.clear()
+    held.clear()
+    second = envelope_for(nodes, "alice", "bob", {"text": "stored when bob left"})
+    sending = asyncio.create_task(alice.send(second))
+    await asyncio.wait_for(held.wait(), 10)
+    assert not sending.done()
+    await bob.close()
+    await asyncio.wait_for(sending, 10)
+    assert await queued(hub, bob_aid) == [second["id"]]
+    later = inbox_factory()
+    await nodes.connect("bob", hub, receiver=later)
+    assert [item["id"] for item in await later.wait_for(1)] == [second["id"]]

@@ -4,8 +4,9 @@ Two kinds go out on a :class:`Connection` besides direct answers: envelopes for 
 (``deliver``), and the ``accepted`` of envelopes the node sent, which arrive when their
 recipients acknowledge them (see :class:`LiveEnvelope`). Either is written at once, by the
 session that has it, when nothing waits before it and the node's socket has taken all that was
-written so far; otherwise it waits for the connection's own task, which sends answers first. So
-a slow reader holds up only what is sent to it, never its senders or its recipients.
+written so far (the frames written so in one turn of the event loop go out in one ``send()``);
+otherwise it waits for the connection's own task, which sends answers first. So a slow reader
+holds up only what is sent to it, never its senders or its recipients.
 
 An envelope for a node is either stored (a :class:`QueuedEnvelope`, deleted when acknowledged)
 or *live*: forwarded before it was stored, its sender told ``accepted`` only when the recipient
@@ -67,12 +68,8 @@ class LiveEnvelope:
 
     @property
     def stored_at(self) -> float:
+        """What ``deliver`` says as ``queuedAt``: when the hub took it."""
         return self.received_at
-
-    def queued(self, seq: int, ttl: float) -> QueuedEnvelope:
-        return QueuedEnvelope(seq=seq, id=self.id, sender=self.sender, recipient=self.recipient,
-                              text=self.text, stored_at=self.received_at,
-                              expires_at=self.received_at + ttl)
 
 
 _FIN_TEXT = 0x81
@@ -169,6 +166,13 @@ class Connection:
         from storage, or too much waits live: then what waits is stored too)."""
         if self.storing or self.closed:
             return False
+        again = self._live.get(item.id)
+        if again is not None:
+            # Sent again (the sender's connection broke): the answer goes to the new request.
+            if again.storing is not None:
+                return False
+            again.reply_to, again.rid = item.reply_to, item.rid
+            return True
         if len(self._live) >= LIVE_LIMIT or self._live_bytes + len(item.text) > LIVE_BYTES_LIMIT:
             self._spill(self)
             return False
@@ -181,8 +185,9 @@ class Connection:
             self._queue().append(item)
             self._kick()
             return True
-        self._inflight[item.id] = item.stored_at
-        self._write_soon(_deliver_frame(item))
+        if item.id not in self._inflight:
+            self._inflight[item.id] = item.stored_at
+            self._write_soon(_deliver_frame(item))
         return True
 
     def take_live(self) -> list[LiveEnvelope]:
