@@ -24,7 +24,7 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,6 +51,7 @@ from anet_hub.deployment import (
 )
 from anet_hub.directory import Directory, authority
 from anet_hub.federation import FederationLimits, FederationService, PeerHub
+from anet_hub.http_errors import json_error, storage_errors
 from anet_hub.metrics import HubMetrics
 from anet_hub.probes import add_probe_routes
 from anet_hub.rail_routes import add_rail_routes
@@ -143,8 +144,6 @@ class HubState:
 CONFIG_KEY = web.AppKey("hub-config", HubConfig)
 STATE_KEY = web.AppKey("hub-state", HubState)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
 routes = web.RouteTableDef()
 
 
@@ -214,12 +213,12 @@ async def agents(request: web.Request) -> web.Response:
                                             **request.query})
     except ValidationError as error:
         first = error.errors()[0]
-        return _error(400, "bad-query", f"{'.'.join(map(str, first['loc']))}: {first['msg']} "
+        return json_error(400, "bad-query", f"{'.'.join(map(str, first['loc']))}: {first['msg']} "
                                         f"(limit is 1..{MAX_SEARCH_LIMIT})")
     try:
         entries, cursor = await hub.directory.search(query)
     except Refusal as refusal:
-        return _error(400, refusal.reason, refusal.message)
+        return json_error(400, refusal.reason, refusal.message)
     return web.json_response({
         "entries": [entry.model_dump(by_alias=True) for entry in entries],
         "nextCursor": cursor, "officialList": await hub.official_list()})
@@ -231,28 +230,9 @@ async def agent(request: web.Request) -> web.Response:
     try:
         entry = await hub.directory.lookup(request.match_info["aid"])
     except Refusal as refusal:
-        return _error(404, refusal.reason, refusal.message)
+        return json_error(404, refusal.reason, refusal.message)
     return web.json_response({"entry": entry.model_dump(by_alias=True),
                               "officialList": await hub.official_list()})
-
-
-def _error(status: int, reason: str, message: str) -> web.Response:
-    return web.json_response({"error": reason, "message": message}, status=status)
-
-
-def storage_errors(handler: Handler) -> Handler:
-    """``handler`` answering 503 with the reason when the storage fails. Not a middleware: a
-    middleware would sit in every WebSocket's call chain for as long as it is open (about
-    0.6 KiB per connected node)."""
-    @functools.wraps(handler)
-    async def answer(request: web.Request) -> web.StreamResponse:
-        try:
-            return await handler(request)
-        except StorageError as error:
-            log.error("event=storage-error path=%s reason=%s", request.path, error.reason)
-            return _error(503, error.reason, error.message)
-
-    return answer
 
 
 async def _hub_state(app: web.Application) -> AsyncIterator[None]:

@@ -20,6 +20,7 @@ from aiohttp import web
 from x402.schemas import SettleResponse, SupportedResponse, VerifyResponse
 
 from anet_core.protocol.payments import FACILITATOR_PATH, PaymentError
+from anet_hub.http_errors import storage_errors
 from anet_hub.rail import HubRail
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
         return web.json_response({"aid": aid, "hub": hub_rail.identity.aid,
                                   "balances": balances})
 
-    app.router.add_get(f"{FACILITATOR_PATH}/supported", supported)
-    app.router.add_post(f"{FACILITATOR_PATH}/verify", verify)
-    app.router.add_post(f"{FACILITATOR_PATH}/settle", settle)
-    app.router.add_post(f"{FACILITATOR_PATH}/balance", balance)
+    app.router.add_get(f"{FACILITATOR_PATH}/supported", storage_errors(supported))
+    app.router.add_post(f"{FACILITATOR_PATH}/verify", storage_errors(verify))
+    app.router.add_post(f"{FACILITATOR_PATH}/settle", storage_errors(settle))
+    app.router.add_post(f"{FACILITATOR_PATH}/balance", storage_errors(balance))
