@@ -43,10 +43,13 @@ from anet_core.records import (
     McpTool,
     MessageLike,
     PolicyVeto,
+    RequesterTurn,
     Responder,
     SkillSource,
     TaskClaim,
     TaskGate,
+    TurnAnswer,
+    TurnHandler,
 )
 from anet_core.util.lazy import lazy
 
@@ -164,6 +167,7 @@ __all__ = [
     "PolicyVeto",
     "Reason",
     "ReasonError",
+    "RequesterTurn",
     "Responder",
     "SearchPage",
     "SearchQuery",
@@ -177,6 +181,8 @@ __all__ = [
     "TaskSubscription",
     "TokenBucket",
     "TokenFile",
+    "TurnAnswer",
+    "TurnHandler",
     "Verification",
     "VerifiedHistory",
     "b64u",

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
         Lifespan,
         McpTool,
         PolicyVeto,
+        RequesterTurn,
         SkillSource,
         TaskClaim,
         TaskGate,
+        TurnHandler,
     )
     from anet_core.settings import DataPaths
     from anet_core.tasks.policy import InboundPolicy
@@ -409,4 +411,62 @@ def anet_key_rotated(paths: DataPaths, identity: Identity) -> list[KeyRotationSt
                 (paths.module_dir("greeter") / "session.txt").unlink(missing_ok=True)
                 return "greeter: sessions dropped after the emergency rotation"
             return [KeyRotationStep(module="greeter", run=run)]
+    """
+
+
+@hookspec(firstresult=True)
+def anet_requester_waiting(node: Node, turn: RequesterTurn) -> TurnHandler | None:
+    """Act on a task this node sent when the remote agent asks for input, before the client
+    hears of it.
+
+    Called by the task layer each time an update of the agent puts a requester task into
+    input-required (and, when the daemon starts, for every requester task still waiting for
+    input, so that a turn a crash interrupted is finished then), in hook order; stops at the
+    first non-None result. ``turn.message`` is None. The core awaits ``handler.run(turn)``,
+    one turn per task at a time, and only then publishes the agent's question to the client's
+    streams: an answer that ``send``s a message continues the task at once (the client sees
+    it move on), one that ``hold``s publishes the task with its reason and status message.
+    Return None when the question is none of the module's business. Module x402 pays a quote
+    within the automatic tier here (docs/payments.md).
+
+    Example::
+
+        @hookimpl
+        def anet_requester_waiting(node, turn):
+            question = turn.task["status"].get("message") or {}
+            if question.get("metadata", {}).get("greeter.asks") != "name":
+                return None
+
+            async def run(turn):
+                return TurnAnswer(send={"messageId": f"name-{turn.task_id}", "role": "ROLE_USER",
+                                        "parts": [{"text": "Ada"}]})
+            return TurnHandler(module="greeter", run=run)
+    """
+
+
+@hookspec(firstresult=True)
+def anet_requester_answer(node: Node, turn: RequesterTurn) -> TurnHandler | None:
+    """Act on a client's answer to a task this node sent that waits for input, before it is
+    forwarded.
+
+    Called by the task layer for a message that continues a requester task in input-required
+    (not for a repeated message, which is answered with the existing task, nor for one a
+    module sends itself), in hook order; stops at the first non-None result. ``turn.message``
+    and ``turn.metadata`` are the client's. The core awaits ``handler.run(turn)``, one turn per
+    task at a time: an answer that ``send``s forwards that message instead of the client's
+    (under the client's ``messageId``, so a repeat is still recognised); one that ``hold``s
+    sends nothing and the client gets the task, still waiting, with the reason. Module x402
+    signs a submitted payment here (docs/payments.md).
+
+    Example::
+
+        @hookimpl
+        def anet_requester_answer(node, turn):
+            text = turn.message["parts"][0].get("text", "")
+            if "password" not in text.lower():
+                return None
+
+            async def run(turn):
+                return TurnAnswer(hold=Reason.REJECTED_BY_POLICY)
+            return TurnHandler(module="greeter", run=run)
     """

@@ -25,9 +25,11 @@ from anet_core.records import (
     EndingTask,
     InboundTask,
     PolicyVeto,
+    RequesterTurn,
     SkillSource,
     TaskClaim,
     TaskGate,
+    TurnHandler,
 )
 from anet_core.settings import DataPaths, Settings
 from anet_core.store import Store, open_store
@@ -206,6 +208,16 @@ class NodeHooks:
     def policy_vetoes(self, policy: InboundPolicy) -> list[PolicyVeto]:
         return [veto for veto in self._plugins.hook.anet_policy_veto(
             node=self.node, policy=policy) if veto is not None]
+
+    def requester_waiting(self, turn: RequesterTurn) -> TurnHandler | None:
+        handler: TurnHandler | None = self._plugins.hook.anet_requester_waiting(
+            node=self.node, turn=turn)
+        return handler
+
+    def requester_answer(self, turn: RequesterTurn) -> TurnHandler | None:
+        handler: TurnHandler | None = self._plugins.hook.anet_requester_answer(
+            node=self.node, turn=turn)
+        return handler
 
     def card_skills(self) -> list[SkillSource]:
         return self._plugins.collect("anet_card_skills", node=self.node)

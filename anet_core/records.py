@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from anet_core.control.client import AsyncControlClient
     from anet_core.doctor import CheckContext
     from anet_core.link import SearchQuery
+    from anet_core.protocol.tasks import Reason
     from anet_core.wire import AgentExtension
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -342,6 +343,9 @@ class CardExtension:
     description: str = ""
     required: bool = False
     params: dict[str, Any] | None = None
+    also_activated_by: tuple[str, ...] = ()
+    """Other URIs of the same extension (an older or newer spelling) that a client may request
+    in ``A2A-Extensions`` to activate it; the card declares ``uri`` only."""
 
     def as_agent_extension(self) -> AgentExtension:
         """The extension as the card declares it (``capabilities.extensions``)."""
@@ -349,6 +353,57 @@ class CardExtension:
 
         return AgentExtension(uri=self.uri, description=self.description,
                               required=self.required, params=self.params)
+
+
+@dataclass(frozen=True)
+class RequesterTurn:
+    """A task this node sent (requester side) at a turn a module may act on: the remote agent
+    asked for input (``anet_requester_waiting``), or the client answers it
+    (``anet_requester_answer``).
+
+    ``task`` is a copy of the task as stored (A2A Task JSON; the agent's question is
+    ``task["status"]["message"]``). ``message`` is the client's answer (A2A Message wire JSON,
+    role user) and ``metadata`` its request-level metadata, both None for the agent's turn.
+    ``extensions`` are the extension URIs the client activated: on the client's request for an
+    answer; for the agent's turn, the ``extensions`` of the client's last message (the a2a
+    module writes the activated ones there).
+    """
+
+    task_id: str
+    context_id: str
+    peer_aid: str
+    task: dict[str, Any]
+    message: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    extensions: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class TurnAnswer:
+    """What a module decided at a :class:`RequesterTurn`.
+
+    ``send``: the message (A2A Message wire JSON, role user) this node sends on the task, in
+    place of the client's answer, or as the node's own answer to the agent's question (give it
+    a ``messageId`` derived from what it carries, so that sending it again is recognised).
+    ``hold``: send nothing; the task keeps waiting for input with this ``anet.reason`` and, when
+    given, ``status`` (an A2A Message, role agent) as its new status message. Neither: the turn
+    goes on as without the module. ``evidence``: (kind, data) records the core appends to the
+    evidence chain once the turn is stored.
+    """
+
+    send: dict[str, Any] | None = None
+    hold: Reason | None = None
+    status: dict[str, Any] | None = None
+    evidence: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+
+@dataclass(frozen=True)
+class TurnHandler:
+    """A module's claim on a :class:`RequesterTurn`: the core awaits ``run(turn)`` (at most one
+    run per task at a time) and carries out the :class:`TurnAnswer`."""
+
+    module: str
+    run: Callable[[RequesterTurn], Awaitable[TurnAnswer]]
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,12 @@ class Reason(StrEnum):
     NOT_FEDERATED = "not_federated"
     HUB_STORAGE_FULL = "hub_storage_full"
     CANCELED_BY_REQUESTER = "canceled_by_requester"
+    # Payments (docs/payments.md, "Reasons"): the task stays input-required with its quote.
+    CLIENT_PAYLOAD_UNSUPPORTED = "client_payload_unsupported"
+    OPTION_NOT_OFFERED = "option_not_offered"
+    RAIL_NOT_PAYABLE = "rail_not_payable"
+    NEEDS_OPERATOR_APPROVAL = "needs_operator_approval"
+    PAYMENT_EXTENSION_NOT_ACTIVATED = "payment_extension_not_activated"
 
 
 METADATA_PREFIX = "anet."

@@ -1,15 +1,23 @@
 """What the task layer asks the node's modules, through their hooks (docs/plugins.md).
 
 The layer sees only this protocol, not the plugin manager or the node: ``anet_core.node``
-implements it over the modules' ``anet_take_task``, ``anet_task_gate``, ``anet_task_ending``
-and ``anet_policy_veto``.
+implements it over the modules' ``anet_take_task``, ``anet_task_gate``, ``anet_task_ending``,
+``anet_policy_veto``, ``anet_requester_waiting`` and ``anet_requester_answer``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from anet_core.records import EndingTask, InboundTask, PolicyVeto, TaskClaim, TaskGate
+from anet_core.records import (
+    EndingTask,
+    InboundTask,
+    PolicyVeto,
+    RequesterTurn,
+    TaskClaim,
+    TaskGate,
+    TurnHandler,
+)
 from anet_core.tasks.policy import InboundPolicy
 
 
@@ -32,4 +40,12 @@ class TaskHooks(Protocol):
 
     def policy_vetoes(self, policy: InboundPolicy) -> list[PolicyVeto]:
         """What the modules object to ``policy`` (``anet_policy_veto``); may raise."""
+        ...
+
+    def requester_waiting(self, turn: RequesterTurn) -> TurnHandler | None:
+        """The first module's handler for an agent's question (``anet_requester_waiting``)."""
+        ...
+
+    def requester_answer(self, turn: RequesterTurn) -> TurnHandler | None:
+        """The first module's handler for a client's answer (``anet_requester_answer``)."""
         ...

@@ -63,7 +63,7 @@ class TaskLayer:
                                   start_background=self._start)
         run_effects = self._services.run
         self.requester = Requester(store=store, hub=hub, identity=identity, events=self.events,
-                                   run_effects=run_effects)
+                                   hooks=hooks, run_effects=run_effects)
         self.provider = Provider(store=store, hub=hub, identity=identity, hooks=hooks,
                                  metrics=metrics, run_effects=run_effects)
         self.outbox = Outbox(store=store, hub=hub, identity=identity,
@@ -83,6 +83,11 @@ class TaskLayer:
     async def send(self, aid: str, message: dict[str, Any], *, skill: str | None = None,
                    metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self.requester.send(aid, message, skill=skill, metadata=metadata)
+
+    async def send_own(self, task_id: str, message: dict[str, Any]) -> dict[str, Any]:
+        """A module's own message on a requester task waiting for input (see
+        Requester.send_own): e.g. the payment ``anet pay`` approved."""
+        return await self.requester.send_own(task_id, message)
 
     def get(self, aid: str | None, task_id: str) -> dict[str, Any]:
         return self.requester.get(aid, task_id)
@@ -219,10 +224,13 @@ class TaskLayer:
 
     def receive(self) -> None:
         """Take envelopes from the hub from now on. The daemon calls this once its modules have
-        started, so that no task arrives before the module that would claim it is ready."""
+        started, so that no task arrives before the module that would claim it is ready. The
+        requester tasks waiting for input are offered to the modules again then."""
         self._hub.set_receiver(self.inbound)
         rechecks = self.provider.recheck_answers()
         self._start(lambda: self._services.run(rechecks))
+        waiting = self.requester.offer_waiting_tasks()
+        self._start(lambda: self._services.run(waiting))
 
     async def stop(self) -> None:
         """Stop the loops and any module still serving a task (it resumes from the inbox)."""

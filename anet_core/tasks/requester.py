@@ -3,13 +3,21 @@
 Task ids are made here (the remote agent uses the same id). A task's state changes only
 through the provider's updates, applied in ``anet.state_seq`` order, and through what this node
 decides itself: cancel, no answer for ``no_response_after``, a hub that refuses the message.
+
+A task waiting for input is a turn the modules may act on (``anet_requester_waiting`` when the
+agent asks, ``anet_requester_answer`` when the client answers; docs/plugins.md): module x402
+pays a quote there (docs/payments.md). One turn per task runs at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +36,7 @@ from anet_core.protocol.tasks import (
     TaskUpdate,
     wire_body,
 )
+from anet_core.records import RequesterTurn, TurnAnswer, TurnHandler
 from anet_core.store import OutboxEntry, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
     Effects,
@@ -44,6 +53,7 @@ from anet_core.tasks.common import (
     text_message,
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
+from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.receipts import check_receipt
 from anet_core.wire import (
     ACTIVE_TASK_STATES,
@@ -56,14 +66,38 @@ from anet_core.wire import (
 
 log = logging.getLogger(__name__)
 
+
+class TurnLocks:
+    """One lock per task with a turn in progress; a task's lock goes when nobody holds it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, task_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(task_id, (asyncio.Lock(), 0))
+        self._locks[task_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[task_id]
+            if users == 1:
+                del self._locks[task_id]
+            else:
+                self._locks[task_id] = (lock, users - 1)
+
+
 class Requester:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, events: TaskEvents,
-                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 hooks: TaskHooks, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
         self._hub = hub
         self._aid = identity.aid
         self._events = events
+        self._hooks = hooks
         self._run_effects = run_effects
+        self._turns = TurnLocks()
 
     # --- the API the local A2A endpoint and the CLI use -------------------------------------
 
@@ -100,20 +134,148 @@ class Requester:
             raise TaskError("not-registered", status.sentence,
                             hint="`anet join <hub-url>` joins a hub; `anet status` shows the state")
         await self._peer(aid)
+        if continued is not None:
+            return await self._answer(continued.id, message, metadata)
         # Everything from here to the commit is synchronous: a concurrent identical send either
         # finds this one's key or this one finds its key, never both sending.
         if context_id and (earlier := self._repeat(aid, context_id, parsed.message_id)):
             return earlier
         effects = Effects(send=True)
         with self._store.transaction():
-            if continued is None:
-                stored = self._create(aid, message, context_id or new_id(), skill, effects,
-                                      metadata)
-            else:
-                stored = self._continue(self._task_of(aid, continued.id), message, effects,
-                                        metadata)
+            stored = self._create(aid, message, context_id or new_id(), skill, effects, metadata)
         await self._run_effects(effects)
         return stored.task
+
+    async def send_own(self, task_id: str, message: dict[str, Any]) -> dict[str, Any]:
+        """Send ``message`` (A2A Message wire JSON, role user), written by a module of this node
+        rather than a client, on the task ``task_id`` waiting for input; return the task. The
+        modules' turn hooks are not asked. A message whose (contextId, messageId) was sent
+        already is not sent again."""
+        parsed = _parse_message(message)
+        async with self._turns.hold(task_id):
+            effects = Effects(send=True)
+            with self._store.transaction():
+                stored = self._task_of(None, task_id)
+                if earlier := self._repeat(stored.peer_aid, stored.context_id,
+                                           parsed.message_id):
+                    return earlier
+                self._continue(stored, message, effects)
+            await self._run_effects(effects)
+            return stored.task
+
+    async def _answer(self, task_id: str, message: dict[str, Any],
+                      metadata: dict[str, Any] | None) -> dict[str, Any]:
+        """The client's message on a task it continues: the modules' answer turn first."""
+        async with self._turns.hold(task_id):
+            stored = self._task_of(None, task_id)
+            message_id = str(message["messageId"])
+            if earlier := self._repeat(stored.peer_aid, stored.context_id, message_id):
+                return earlier  # a concurrent twin went first
+            answer = TurnAnswer()
+            if state_of(stored.task).is_interrupted:  # else _continue says why it cannot
+                turn = self._turn_of(stored, message, metadata)
+                handler = self._hooks.requester_answer(turn)
+                if handler is not None:
+                    answer = await _run_turn(handler, turn)
+            effects = Effects()
+            with self._store.transaction():
+                stored = self._task_of(None, task_id)
+                if answer.hold is not None:
+                    self._hold(stored, answer, [], effects)
+                else:
+                    sent = message if answer.send is None else answer.send | {
+                        "messageId": message_id}
+                    self._continue(stored, sent, effects, metadata)
+                    effects.send = True
+                for kind, data in answer.evidence:
+                    effects.record(kind, **data)
+            await self._run_effects(effects)
+            return stored.task
+
+    def offer_waiting_tasks(self) -> Effects:
+        """Offer every task waiting for input to the modules again (the daemon started): a turn
+        a stop or crash interrupted is finished now."""
+        effects = Effects()
+        for stored in self._store.tasks_in_states(TaskRole.REQUESTER,
+                                                  [TaskState.TASK_STATE_INPUT_REQUIRED.value]):
+            handler = self._hooks.requester_waiting(self._turn_of(stored))
+            if handler is not None:
+                self._events_later(stored, handler, None, effects)
+        return effects
+
+    def _events_later(self, stored: StoredTask, handler: TurnHandler,
+                      events: list[dict[str, Any]] | None, effects: Effects) -> None:
+        effects.background.append(functools.partial(self.waiting_turn, stored.id,
+                                                    stored.state_seq, handler, events))
+
+    async def waiting_turn(self, task_id: str, state_seq: int, handler: TurnHandler,
+                           events: list[dict[str, Any]] | None) -> None:
+        """The agent's question on ``task_id`` (at ``state_seq``) goes to the module's
+        handler; its answer is carried out, then the question's ``events`` (held back until
+        now) are published unless the task moved on."""
+        async with self._turns.hold(task_id):
+            stored = self._waiting_at(task_id, state_seq)
+            if stored is None:
+                return
+            answer = await _run_turn(handler, self._turn_of(stored))
+            effects = Effects()
+            with self._store.transaction():
+                stored = self._waiting_at(task_id, state_seq)
+                if stored is None:
+                    return
+                if answer.send is not None:
+                    if not self._repeat(stored.peer_aid, stored.context_id,
+                                        str(answer.send.get("messageId"))):
+                        self._continue(stored, answer.send, effects)
+                        effects.send = True
+                elif answer.hold is not None:
+                    self._hold(stored, answer, events or [], effects)
+                elif events:
+                    effects.publish(stored.task, events)
+                for kind, data in answer.evidence:
+                    effects.record(kind, **data)
+            await self._run_effects(effects)
+
+    def _waiting_at(self, task_id: str, state_seq: int) -> StoredTask | None:
+        stored = self._store.get_task(task_id, role=TaskRole.REQUESTER)
+        if stored is None or stored.state_seq != state_seq or \
+                state_of(stored.task) is not TaskState.TASK_STATE_INPUT_REQUIRED:
+            log.debug("event=turn-moved-on task=%s stateSeq=%d", task_id, state_seq)
+            return None
+        return stored
+
+    def _hold(self, stored: StoredTask, answer: TurnAnswer, events: list[dict[str, Any]],
+              effects: Effects) -> None:
+        """The task keeps waiting with the answer's reason and status message; ``events`` (the
+        agent's question, held back) go out with it, its status as it is now."""
+        task = stored.task
+        status = answer.status
+        shown = task["status"].get("message", {}).get("messageId")
+        changed = task["metadata"].get(TaskMetadata.REASON) != answer.hold or (
+            status is not None and status.get("messageId") != shown)
+        if changed:
+            if status is not None:
+                set_status(task, state_of(task), message=status | {
+                    "role": "ROLE_AGENT", "contextId": stored.context_id, "taskId": stored.id})
+            set_meta(task, reason=answer.hold)
+            stored.updated_at = time.time()
+            self._store.save_task(stored)
+        kept = [event for event in events if "statusUpdate" not in event]
+        if kept or changed or events:
+            effects.publish(task, [*kept, status_event(task)])
+
+    def _turn_of(self, stored: StoredTask, message: dict[str, Any] | None = None,
+                 metadata: dict[str, Any] | None = None) -> RequesterTurn:
+        if message is None:
+            clients = [sent for sent in stored.task.get("history", [])
+                       if sent.get("role") == "ROLE_USER"]
+            activated = clients[-1].get("extensions", []) if clients else []
+        else:
+            activated = message.get("extensions", [])
+        return RequesterTurn(task_id=stored.id, context_id=stored.context_id,
+                             peer_aid=stored.peer_aid, task=copy.deepcopy(stored.task),
+                             message=message, metadata=metadata,
+                             extensions=frozenset(str(uri) for uri in activated))
 
     def get(self, aid: str | None, task_id: str) -> dict[str, Any]:
         """The task ``task_id`` of the agent ``aid`` (any agent when None)."""
@@ -264,7 +426,13 @@ class Requester:
         stored.state, stored.state_seq = update.state.value, update.state_seq
         stored.updated_at = stored.last_heard_at = time.time()
         self._store.save_task(stored)
-        if events:
+        handler = self._hooks.requester_waiting(self._turn_of(stored)) \
+            if update.state is TaskState.TASK_STATE_INPUT_REQUIRED else None
+        if handler is not None:
+            # The client hears the question once the module answered it (a quote paid at
+            # once is never shown as waiting).
+            self._events_later(stored, handler, events, effects)
+        elif events:
             effects.publish(task, events)
 
     def _late_update(self, stored: StoredTask, history: VerifiedHistory,
@@ -548,3 +716,13 @@ def _trimmed(task: dict[str, Any], history_length: int | None,
         else:
             out["history"] = out.get("history", [])[-history_length:]
     return out
+
+
+async def _run_turn(handler: TurnHandler, turn: RequesterTurn) -> TurnAnswer:
+    """The handler's answer; one that fails leaves the turn as it would be without it."""
+    try:
+        return await handler.run(turn)
+    except Exception:
+        log.exception("event=turn-failed module=%s task=%s", handler.module, turn.task_id)
+        return TurnAnswer()
+

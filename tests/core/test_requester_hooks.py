@@ -1,0 +1,129 @@
+"""The requester's turn hooks between two real nodes over the in-process relay: a module answers
+the agent's question itself, holds a client's answer, and one turn per task runs at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anet_core import hookimpl
+from anet_core.protocol.tasks import Reason
+from anet_core.records import InboundTask, TaskClaim, TurnAnswer, TurnHandler
+from anet_core.wire import TaskState
+from tests.support.fakes import FakeHub
+from tests.support.messages import user_message
+from tests.support.nodes import open_node, plugins_with
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+ASKS = {"greeter.asks": "name"}
+
+
+class AsksForAName:
+    """The remote agent: asks for a name (question metadata ``greeter.asks``), then completes
+    with what it got; ``answers`` keeps every answer it received."""
+
+    def __init__(self) -> None:
+        self.answers: list[dict[str, Any]] = []
+
+    @hookimpl
+    def anet_take_task(self, node, task: InboundTask) -> TaskClaim:
+        async def serve(task: InboundTask, responder: Any) -> None:
+            await responder.input_required({"parts": [{"text": "your name?"}],
+                                            "metadata": ASKS})
+            answer = await responder.next_message()
+            self.answers.append(answer)
+            await responder.complete(artifacts=[f"hello {answer['parts'][0]['text']}"])
+
+        return TaskClaim(module="scenario", serve=serve)
+
+
+def state(node, task_id: str) -> str:
+    return str(node.tasks.get(None, task_id)["status"]["state"])
+
+
+async def test_hook_anet_requester_waiting(tmp_path: Path) -> None:
+    turns: list[Any] = []
+
+    class AnswersForTheClient:
+        @hookimpl
+        def anet_requester_waiting(self, node, turn):
+            question = turn.task["status"].get("message") or {}
+            if question.get("metadata", {}).get("greeter.asks") != "name":
+                return None
+
+            async def run(turn):
+                turns.append(turn)
+                return TurnAnswer(send={"messageId": f"name-{turn.task_id}",
+                                        "role": "ROLE_USER", "parts": [{"text": "Ada"}]},
+                                  evidence=(("greeter.answered", {"taskId": turn.task_id}),))
+            return TurnHandler(module="greeter", run=run)
+
+    hub, agent = FakeHub(), AsksForAName()
+    async with open_node(tmp_path / "a", hub, plugins=plugins_with(AnswersForTheClient())) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
+        b.tasks.trust(a.aid)
+        sent = await a.tasks.send(b.aid, user_message("hi") | {"extensions": ["urn:x"]})
+        subscription = a.tasks.subscribe(b.aid, sent["id"])
+        await eventually(lambda: state(a, sent["id"]) == "TASK_STATE_COMPLETED")
+        seen = [event async for event in subscription]
+        done = a.tasks.get(None, sent["id"])
+    assert done["artifacts"][0]["parts"] == [{"text": "hello Ada"}]
+    assert [answer["messageId"] for answer in agent.answers] == [f"name-{sent['id']}"]
+    assert turns[0].message is None and turns[0].extensions == frozenset({"urn:x"})
+    # The question was answered before the client heard of it: its stream never stops there.
+    states = [event["statusUpdate"]["status"]["state"] for event in seen
+              if "statusUpdate" in event]
+    assert TaskState.TASK_STATE_INPUT_REQUIRED.value not in states
+    kinds = [line for line in (tmp_path / "a" / "evidence" / "chain.jsonl").read_text()
+             .splitlines() if "greeter.answered" in line]
+    assert len(kinds) == 1
+
+
+async def test_hook_anet_requester_answer(tmp_path: Path) -> None:
+    running = 0
+    overlapped = False
+
+    class RefusesPasswords:
+        @hookimpl
+        def anet_requester_answer(self, node, turn):
+            text = turn.message["parts"][0].get("text", "")
+
+            async def run(turn):
+                nonlocal running, overlapped
+                running += 1
+                overlapped |= running > 1
+                await asyncio.sleep(0.05)
+                running -= 1
+                if "password" in text:
+                    return TurnAnswer(hold=Reason.REJECTED_BY_POLICY, status={
+                        "messageId": f"refused-{turn.task_id}",
+                        "parts": [{"text": "no passwords"}]})
+                return TurnAnswer(send=turn.message | {"parts": [{"text": text.upper()}]})
+            return TurnHandler(module="greeter", run=run)
+
+    hub, agent = FakeHub(), AsksForAName()
+    async with open_node(tmp_path / "a", hub, plugins=plugins_with(RefusesPasswords())) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
+        b.tasks.trust(a.aid)
+        sent = await a.tasks.send(b.aid, user_message("hi"))
+        await eventually(lambda: state(a, sent["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        ids = {"taskId": sent["id"], "contextId": sent["contextId"]}
+        held = await a.tasks.send(b.aid, user_message("my password", "m-2") | ids)
+        assert held["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert held["metadata"]["anet.reason"] == "rejected_by_policy"
+        assert held["status"]["message"]["parts"] == [{"text": "no passwords"}]
+        assert held["status"]["message"]["role"] == "ROLE_AGENT"
+        # Two answers at once: one turn at a time, the second finds the task moved on.
+        results = await asyncio.gather(
+            a.tasks.send(b.aid, user_message("ada", "m-3") | ids),
+            a.tasks.send(b.aid, user_message("bob", "m-4") | ids), return_exceptions=True)
+        await eventually(lambda: state(a, sent["id"]) == "TASK_STATE_COMPLETED")
+    assert not overlapped
+    assert [answer["parts"][0]["text"] for answer in agent.answers] == ["ADA"]
+    refused = [result for result in results if isinstance(result, Exception)]
+    assert len(refused) == 1 and getattr(refused[0], "reason", "") == "task-not-waiting"
