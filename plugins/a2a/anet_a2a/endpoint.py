@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from anet_a2a.card import AgentUrls, direct_proxy_card, proxy_card, signed, with_prices
+from anet_a2a.card import (
+    PREVIEW_EXTENSION,
+    AgentUrls,
+    direct_proxy_card,
+    proxy_card,
+    signed,
+    with_prices,
+)
 from anet_a2a.jws import canonical_card
 from anet_a2a.operations import AgentOperations
 from anet_a2a.peers.discovery import DirectAgent, is_direct_id
@@ -18,6 +25,7 @@ from anet_a2a.peers.service import DIRECT_PEERS
 from anet_a2a.replies import no_such_agent
 from anet_a2a.tasks_port import AgentTasks, TasksPort
 from anet_core.api import (
+    CardExtension,
     HubError,
     KeyState,
     Node,
@@ -34,6 +42,8 @@ from anet_core.wire import AgentCard
 log = logging.getLogger(__name__)
 
 EXTENSIONS_HEADER = "A2A-Extensions"
+LEGACY_EXTENSIONS_HEADER = "X-A2A-Extensions"
+"""The spelling of A2A 0.3 and of the a2a-x402 specifications; read, and answered, alike."""
 CARD_MAX_AGE_S = 60
 
 Target = str | DirectAgent
@@ -41,8 +51,36 @@ Target = str | DirectAgent
 
 
 def requested_extensions(request: web.Request) -> frozenset[str]:
-    return frozenset(uri.strip() for line in request.headers.getall(EXTENSIONS_HEADER, [])
+    """The extension URIs the client requested, in either header spelling."""
+    return frozenset(uri.strip() for header in (EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER)
+                     for line in request.headers.getall(header, [])
                      for uri in line.split(",") if uri.strip())
+
+
+ACTIVATED = web.RequestKey("a2a-activated-extensions", frozenset)
+"""The requested extension URIs this request activated, named in the answer's header."""
+
+
+def activate(request: web.Request, declared: list[CardExtension]) -> frozenset[str]:
+    """The requested URIs that name the preview extension or one ``declared`` (its ``uri`` or
+    one of its ``also_activated_by``), as the client spelled them; kept for the answer."""
+    known = {PREVIEW_EXTENSION}
+    for extension in declared:
+        known |= {extension.uri, *extension.also_activated_by}
+    activated = requested_extensions(request) & known
+    request[ACTIVATED] = activated
+    return activated
+
+
+async def name_activated(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: the answer names what the request activated, in the header
+    spelling the client used (streams included: they prepare before their first event)."""
+    activated = request.get(ACTIVATED)
+    if not activated:
+        return
+    for header in (EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER):
+        if header in request.headers:
+            response.headers[header] = ", ".join(sorted(activated))
 
 
 @dataclass(frozen=True)
@@ -124,8 +162,19 @@ class Endpoint:
         return AgentTasks(target, self.node.tasks)
 
     async def operations(self, request: web.Request) -> AgentOperations:
-        return AgentOperations(tasks=self.port_of(await self.target(request)),
-                               extensions=requested_extensions(request))
+        target = await self.target(request)
+        declared: list[CardExtension] = []
+        if isinstance(target, str) and requested_extensions(request) - {PREVIEW_EXTENSION}:
+            declared = await self.extensions_of(target)
+        return AgentOperations(tasks=self.port_of(target),
+                               extensions=activate(request, declared))
+
+    async def extensions_of(self, aid: str) -> list[CardExtension]:
+        """What the modules declare on the proxy card of ``aid`` now (``anet_card_extensions``)."""
+        peer = await self.peer(aid)
+        extensions: list[CardExtension] = self.node.plugins.collect(
+            "anet_card_extensions", node=self.node, peer=peer)
+        return extensions
 
     async def extended_card(self, request: web.Request) -> AgentCard:
         """The proxy card, with the prices of the agent's extended card when the agent gives

@@ -262,8 +262,8 @@ async def _next(source: AsyncIterator[dict[str, Any]]) -> Any:
 @dataclass(frozen=True)
 class AgentOperations:
     """The operations of one agent for one request (a network agent, a direct peer's or a
-    published alias, by its port); ``extensions`` are the URIs the client requested in
-    A2A-Extensions."""
+    published alias, by its port); ``extensions`` are the URIs the client's request activated
+    (A2A-Extensions)."""
 
     tasks: TasksPort
     extensions: frozenset[str]
@@ -272,8 +272,17 @@ class AgentOperations:
         # Shielded: a client that disconnects mid-send must not cut the task layer off between
         # storing the task and queueing its message. The task layer refuses a send while the
         # node is not registered, before it creates anything.
-        return await asyncio.shield(self.tasks.send(request.message.wire(),
+        return await asyncio.shield(self.tasks.send(self._message(request),
                                                     metadata=request.metadata))
+
+    def _message(self, request: SendMessageRequest) -> dict[str, Any]:
+        """The client's message, its ``extensions`` joined by those the request activated: what
+        acts on the task later (a module's requester hooks) knows what the client speaks."""
+        message = request.message.wire()
+        if self.extensions:
+            listed = list(message.get("extensions", []))
+            message["extensions"] = listed + sorted(self.extensions - set(listed))
+        return message
 
     async def send_message(self, request: SendMessageRequest) -> SendMessageResponse:
         """The task once it is terminal or interrupted (or waits for the remote operator),

@@ -17,7 +17,7 @@ from aiohttp import web
 from anet_a2a import directory, jsonrpc, rest
 from anet_a2a.card import AGENTS_PATH
 from anet_a2a.checks import BODY_LIMIT, JSONRPC_ROUTE, REALM, RequestChecks, loopback_gate
-from anet_a2a.endpoint import ENDPOINT, Endpoint
+from anet_a2a.endpoint import ENDPOINT, Endpoint, name_activated
 from anet_a2a.portholder import find_holder
 from anet_a2a.state import (
     HOST,
@@ -49,6 +49,7 @@ def build_app(endpoint: Endpoint, *, body_timeout: float = BODY_TIMEOUT_S) -> we
     app[ENDPOINT] = endpoint
     app[SURFACE] = endpoint
     app[NODE_KEY] = endpoint.node
+    app.on_response_prepare.append(name_activated)
     agent = f"{AGENTS_PATH}/{{aid}}"
     app.add_routes([
         web.get(AGENTS_PATH, directory.list_agents, allow_head=False),

@@ -26,6 +26,7 @@ from anet_a2a import jsonrpc, rest
 from anet_a2a.card import signed
 from anet_a2a.checks import JSONRPC_ROUTE, RequestChecks
 from anet_a2a.config import A2AConfig, PublishConfig
+from anet_a2a.endpoint import name_activated
 from anet_a2a.publish.aliases import SKILLS_TTL_S, Aliases
 from anet_a2a.publish.cards import (
     ALIAS_PREFIX,
@@ -84,6 +85,7 @@ def build_app(surface: PublishedSurface, *, body_timeout: float = BODY_TIMEOUT_S
     app = web.Application(middlewares=[checks.middleware()], client_max_size=BODY_LIMIT)
     app[SURFACE] = surface
     app[PUBLISHED_APP] = surface
+    app.on_response_prepare.append(name_activated)
     alias = f"{ALIAS_PREFIX}/{{alias}}"
     app.add_routes([
         web.get(CATALOG_PATH, catalog, name=f"{CARD_ROUTE}-catalog", allow_head=False),

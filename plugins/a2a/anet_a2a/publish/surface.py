@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from anet_a2a.checks import binding_of
-from anet_a2a.endpoint import requested_extensions
+from anet_a2a.endpoint import activate
 from anet_a2a.operations import AgentOperations
 from anet_a2a.publish.aliases import Aliases, PublishedAlias
 from anet_a2a.publish.tokens import PublishToken, PublishTokens
@@ -169,7 +169,7 @@ class PublishedSurface:
     async def operations(self, request: web.Request) -> AgentOperations:
         caller = request[CALLER]
         port = PublishedTasks(caller.alias, self.node.tasks.local(caller.origin()))
-        return AgentOperations(tasks=port, extensions=requested_extensions(request))
+        return AgentOperations(tasks=port, extensions=activate(request, []))
 
     async def extended_card(self, request: web.Request) -> AgentCard:
         raise A2AError(A2AErrorKind.UNSUPPORTED_OPERATION,
