@@ -1,7 +1,8 @@
 """Hook implementations of the module x402.
 
-Each hook imports the code it hands to the core, and a command names its functions with
-``lazy``: loading this module (every command of ``anet`` does) loads none of the module's code.
+Each hook imports the code it hands to the core, and commands and checks name their functions
+with ``lazy``: loading this module (every command of ``anet`` does) loads none of the module's
+code.
 """
 
 from __future__ import annotations
@@ -9,36 +10,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from anet_core.api import (
-    CheckResult,
-    CheckStatus,
     CliCommand,
     ConfigBlock,
     ControlRoutes,
     DoctorCheck,
+    Lifespan,
     hookimpl,
     lazy,
 )
 
 if TYPE_CHECKING:
     from anet_core.api import (
-        CheckContext,
+        CardExtension,
         EndingTask,
         InboundTask,
-        Lifespan,
         Node,
+        PeerInfo,
+        RequesterTurn,
         SkillSource,
         TaskGate,
+        TurnHandler,
     )
 
 MODULE = "x402"
-
-
-async def signer_state(ctx: CheckContext) -> CheckResult:
-    from anet_x402.config import X402Config
-
-    ctx.config.module(MODULE, X402Config)
-    return CheckResult(CheckStatus.SKIP, "this version signs no payments",
-                       hint="priced skills stay in input-required for the operator")
 
 
 @hookimpl
@@ -49,9 +43,18 @@ def anet_config_blocks() -> list[ConfigBlock]:
 
 
 @hookimpl
+def anet_lifespan(node: Node) -> list[Lifespan]:
+    from anet_x402 import provider_hooks
+    from anet_x402.signer_service import signing_service
+
+    return [provider_hooks.payee_lifespan(node),
+            Lifespan(name="x402-signer", open=lambda: signing_service(node), module=MODULE)]
+
+
+@hookimpl
 def anet_doctor_checks() -> list[DoctorCheck]:
-    return [DoctorCheck("x402-signer", MODULE, "the node can sign and settle payments now",
-                        signer_state),
+    return [DoctorCheck("x402-tiers", MODULE, "the spending tiers, and today's spend against "
+                        "agent_daily_max", lazy("anet_x402.signer_service:tiers_state")),
             DoctorCheck("x402-credit", MODULE, "credit at the home hub's rail",
                         lazy("anet_x402.balance:credit_check")),
             DoctorCheck("x402-prices", MODULE, "the prices are valid and each priced skill has "
@@ -61,23 +64,19 @@ def anet_doctor_checks() -> list[DoctorCheck]:
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    from anet_x402 import balance
+    from anet_x402 import balance, pay_cli
 
-    return [ControlRoutes(module=MODULE, routes=[*balance.routes])]
+    return [ControlRoutes(module=MODULE, routes=[*balance.routes, *pay_cli.routes])]
 
 
 @hookimpl
 def anet_cli_commands() -> list[CliCommand]:
     return [CliCommand("balance", "this node's credit at its home hub's payment rail",
                        lazy("anet_x402.balance_cli:configure_balance"),
-                       lazy("anet_x402.balance_cli:run_balance"), module=MODULE)]
-
-
-@hookimpl
-def anet_lifespan(node: Node) -> list[Lifespan]:
-    from anet_x402 import provider_hooks
-
-    return [provider_hooks.payee_lifespan(node)]
+                       lazy("anet_x402.balance_cli:run_balance"), module=MODULE),
+            CliCommand("pay", "pay a task's quote as the operator (shows it, asks)",
+                       lazy("anet_x402.pay_cli:configure"), lazy("anet_x402.pay_cli:run"),
+                       module=MODULE)]
 
 
 @hookimpl
@@ -99,3 +98,24 @@ def anet_task_ending(node: Node, task: EndingTask) -> TaskGate | None:
     from anet_x402 import provider_hooks
 
     return provider_hooks.ending(node, task)
+
+
+@hookimpl
+def anet_requester_waiting(node: Node, turn: RequesterTurn) -> TurnHandler | None:
+    from anet_x402.signer_service import waiting_handler
+
+    return waiting_handler(node, turn)
+
+
+@hookimpl
+def anet_requester_answer(node: Node, turn: RequesterTurn) -> TurnHandler | None:
+    from anet_x402.signer_service import answer_handler
+
+    return answer_handler(node, turn)
+
+
+@hookimpl
+def anet_card_extensions(node: Node, peer: PeerInfo) -> list[CardExtension]:
+    from anet_x402.signer_service import card_extensions
+
+    return card_extensions(node, peer)

@@ -1,0 +1,366 @@
+"""The node as the signing service of its A2A clients (docs/payments.md, "Paying for skills").
+
+A task this node sent comes back input-required with a quote (``x402.payment.status:
+payment-required`` and ``x402.payment.required`` in its status message, per the a2a-x402
+extension, https://github.com/google-agentic-commerce/a2a-x402). Then:
+
+- within ``auto_max`` the node pays by itself, whatever the client activated;
+- above it, a client that activated the extension answers ``payment-submitted`` without a
+  payload, naming the option in ``anet.payment.accept``; the node signs within the agent tier;
+- everything else waits for the operator (``anet pay``), with a reason.
+
+Nothing is signed twice for a task and option: the payment book keeps each authorization
+before its message leaves, and a retry, a repeat or a restart re-sends that one. Refusals and
+holds leave the task input-required with its quote (docs/payments.md, "Reasons").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ValidationError
+from x402.schemas import PaymentPayload, PaymentRequired, PaymentRequirements
+
+from anet_core.api import AnetError, Identity, Reason, ReasonError, RequesterTurn, TurnAnswer
+from anet_core.protocol.payments import (
+    RAIL_SCHEME,
+    PaymentError,
+    asset_decimals,
+    format_amount,
+    rail_hub,
+    sign_authorization,
+)
+from anet_x402.signer_credit import Credit
+from anet_x402.spend import PaymentBook, Signed
+from anet_x402.tiers import Limits, Tier
+
+log = logging.getLogger(__name__)
+
+X402_EXTENSION = "https://github.com/google-a2a/a2a-x402/v0.1"
+"""The a2a-x402 extension URI this node declares."""
+X402_EXTENSION_V02 = "https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2"
+"""The URI of the extension's v0.2 specification, accepted for activation too."""
+X402_EXTENSIONS = frozenset({X402_EXTENSION, X402_EXTENSION_V02})
+
+STATUS_KEY = "x402.payment.status"
+REQUIRED_KEY = "x402.payment.required"
+PAYLOAD_KEY = "x402.payment.payload"
+ACCEPT_KEY = "anet.payment.accept"
+"""Client → node: the option chosen, copied unchanged from ``x402.payment.required.accepts``."""
+DEFAULT_VALIDITY_S = 600
+
+
+class PaymentStatus(StrEnum):
+    REQUIRED = "payment-required"
+    SUBMITTED = "payment-submitted"
+    FAILED = "payment-failed"
+
+
+@dataclass(frozen=True)
+class Quote:
+    """The quote a task carries, as the provider wrote it (options compared unchanged)."""
+
+    required: dict[str, Any]
+    accepts: list[dict[str, Any]]
+
+
+def quote_of(task: dict[str, Any]) -> Quote | None:
+    """The quote in the task's status message (the provider's, or this node's hold that keeps
+    it), or None."""
+    metadata = (task.get("status", {}).get("message") or {}).get("metadata") or {}
+    required = metadata.get(REQUIRED_KEY)
+    if metadata.get(STATUS_KEY) not in {PaymentStatus.REQUIRED, PaymentStatus.FAILED} or \
+            not isinstance(required, dict):
+        return None
+    try:
+        PaymentRequired.model_validate(required)
+    except ValidationError as error:
+        log.warning("event=quote-unreadable task=%s error=%r", task.get("id"),
+                    str(error.errors()[0]["msg"]))
+        return None
+    return Quote(required=required, accepts=[option for option in required["accepts"]
+                                             if isinstance(option, dict)])
+
+
+def is_payment_answer(message: dict[str, Any], metadata: dict[str, Any] | None) -> bool:
+    return _merged(message, metadata).get(STATUS_KEY) == PaymentStatus.SUBMITTED
+
+
+def _merged(message: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The message's metadata over the request's: either may carry the payment keys."""
+    return {**(metadata or {}), **(message.get("metadata") or {})}
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option of a quote this node could pay: the raw entry and what it says."""
+
+    raw: dict[str, Any]
+    hub: str
+    asset: str
+    amount: int
+    payee: str
+    task: str
+
+    @property
+    def price(self) -> str:
+        return f"{format_amount(self.amount, self.asset)} {self.asset}"
+
+
+def read_option(raw: dict[str, Any], *, task_id: str, peer: str) -> Option:
+    """The option when this node can pay it for ``task_id`` to ``peer``; a
+    :class:`ReasonError` ``option_not_offered`` naming what is wrong otherwise."""
+    try:
+        requirements = PaymentRequirements.model_validate(raw)
+        hub = rail_hub(requirements.network)
+        asset_decimals(requirements.asset)
+        amount = int(requirements.amount) if requirements.amount.isdigit() else 0
+    except (ValidationError, PaymentError) as error:
+        raise ReasonError("option-not-offered",
+                          f"the option cannot be paid by this node: {error}") from None
+    problem = ""
+    if requirements.scheme != RAIL_SCHEME:
+        problem = f"scheme {requirements.scheme!r} (this node pays {RAIL_SCHEME!r})"
+    elif amount <= 0:
+        problem = f"amount {requirements.amount!r}"
+    elif requirements.pay_to != peer:
+        problem = f"payTo {requirements.pay_to} is not the agent {peer}"
+    elif (requirements.extra or {}).get("task") != task_id:
+        problem = f"extra.task {(requirements.extra or {}).get('task')!r} is not {task_id}"
+    if problem:
+        raise ReasonError("option-not-offered", f"the option cannot be paid: {problem}")
+    return Option(raw=raw, hub=hub, asset=requirements.asset, amount=amount,
+                  payee=requirements.pay_to, task=task_id)
+
+
+def payment_message(signed: Signed, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The payment message of ``signed``: the client's ``base`` message with the payment in its
+    metadata, or the node's own (its messageId names the authorization, so sending it again is
+    recognised)."""
+    base = base or {"messageId": f"anet-pay-{signed.nonce[:32]}",
+                    "parts": [{"text": "Payment authorized by the requester's node"}]}
+    kept = {key: value for key, value in (base.get("metadata") or {}).items()
+            if not key.startswith(("x402.", "anet."))}
+    extensions = list(base.get("extensions", []))
+    return {**base, "role": "ROLE_USER",
+            "extensions": extensions + [X402_EXTENSION] * (X402_EXTENSION not in extensions),
+            "metadata": kept | {STATUS_KEY: PaymentStatus.SUBMITTED.value,
+                                PAYLOAD_KEY: signed.payload}}
+
+
+def _short(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Signer:
+    """The signing service of one running node."""
+
+    def __init__(self, *, identity: Identity, limits: Limits, book: PaymentBook,
+                 credit: Credit) -> None:
+        self._identity = identity
+        self.limits = limits
+        self.book = book
+        self.credit = credit
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @asynccontextmanager
+    async def _one_at_a_time(self, task_id: str) -> AsyncIterator[None]:
+        """Find-or-sign for one task runs alone: two turns never both sign."""
+        lock = self._locks.setdefault(task_id, asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked():
+                self._locks.pop(task_id, None)
+
+    # --- the agent's quote ------------------------------------------------------------------
+
+    async def waiting(self, turn: RequesterTurn) -> TurnAnswer:
+        """A quote arrived (or the daemon started with it waiting)."""
+        quote = quote_of(turn.task)
+        if quote is None:
+            return TurnAnswer()
+        options = self._payable(quote, turn.task_id, turn.peer_aid)
+        async with self._one_at_a_time(turn.task_id):
+            for option in options:
+                if (signed := self.book.reusable(turn.task_id, option.raw)) is not None:
+                    return TurnAnswer(send=payment_message(signed))
+            automatic = [option for option in options
+                         if self.limits.auto_pays(option.asset, option.amount)]
+            for option in automatic:
+                if await self.credit.holds(option.hub, option.asset, option.amount):
+                    return self._pay(turn, option, quote, Tier.AUTO)
+        seq = turn.task.get("metadata", {}).get("anet.state_seq", 0)
+        hold_id = f"anet-x402-{turn.task_id}-{seq}"
+        if automatic:
+            return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id, PaymentStatus.FAILED,
+                              f"The price {automatic[0].price} is within this node's automatic "
+                              f"tier, but its rail at {automatic[0].hub} holds too little credit "
+                              "for it; nothing was signed.")
+        if not turn.extensions & X402_EXTENSIONS:
+            return self._hold(turn, quote, Reason.PAYMENT_EXTENSION_NOT_ACTIVATED, hold_id,
+                              PaymentStatus.REQUIRED,
+                              "The price is above this node's automatic tier and the client did "
+                              "not activate the a2a-x402 extension; the operator pays with `anet "
+                              f"pay {turn.task_id}`.")
+        if any(self.limits.agent_pays(option.asset, option.amount,
+                                      self.book.spent(option.asset)) for option in options):
+            return TurnAnswer()  # the client submits the payment, the node signs it
+        return self._hold(turn, quote, Reason.NEEDS_OPERATOR_APPROVAL, hold_id,
+                          PaymentStatus.REQUIRED,
+                          "The price is above what this node signs for its agent (agent_max, "
+                          f"agent_daily_max); the operator pays with `anet pay {turn.task_id}`.")
+
+    # --- the client's answer ----------------------------------------------------------------
+
+    async def answer(self, turn: RequesterTurn) -> TurnAnswer:
+        """The client submitted a payment on the task."""
+        assert turn.message is not None
+        metadata = _merged(turn.message, turn.metadata)
+        quote = quote_of(turn.task)
+        hold_id = f"anet-x402-{turn.task_id}-{_short(str(turn.message.get('messageId')))}"
+        if PAYLOAD_KEY in metadata:
+            return self._hold(turn, quote, Reason.CLIENT_PAYLOAD_UNSUPPORTED, hold_id,
+                              PaymentStatus.FAILED,
+                              "This node is the payer and signs payments itself: send "
+                              "payment-submitted without x402.payment.payload, with the option "
+                              f"in {ACCEPT_KEY}.")
+        try:
+            option = self._chosen(quote, metadata.get(ACCEPT_KEY), turn)
+        except ReasonError as refused:
+            return self._hold(turn, quote, Reason.OPTION_NOT_OFFERED, hold_id,
+                              PaymentStatus.FAILED, refused.message)
+        assert quote is not None
+        async with self._one_at_a_time(turn.task_id):
+            if (signed := self.book.reusable(turn.task_id, option.raw)) is not None:
+                return TurnAnswer(send=payment_message(signed, turn.message))
+            if not await self.credit.holds(option.hub, option.asset, option.amount):
+                return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id,
+                                  PaymentStatus.FAILED,
+                                  f"This node holds too little credit at the rail of "
+                                  f"{option.hub} to pay {option.price}; nothing was signed.")
+            if not turn.extensions & X402_EXTENSIONS:
+                return self._hold(turn, quote, Reason.PAYMENT_EXTENSION_NOT_ACTIVATED, hold_id,
+                                  PaymentStatus.REQUIRED,
+                                  "Activate the a2a-x402 extension (A2A-Extensions: "
+                                  f"{X402_EXTENSION}) to pay through this node, or the operator "
+                                  f"pays with `anet pay {turn.task_id}`.")
+            spent = self.book.spent(option.asset)
+            if not self.limits.agent_pays(option.asset, option.amount, spent):
+                return self._hold(turn, quote, Reason.NEEDS_OPERATOR_APPROVAL, hold_id,
+                                  PaymentStatus.REQUIRED,
+                                  f"{option.price} is above what this node signs for its agent "
+                                  f"(agent_max, agent_daily_max; "
+                                  f"{format_amount(spent, option.asset)} paid today); the "
+                                  f"operator pays with `anet pay {turn.task_id}`.")
+            return self._pay(turn, option, quote, Tier.AGENT, base=turn.message)
+
+    def _chosen(self, quote: Quote | None, accept: Any, turn: RequesterTurn) -> Option:
+        if quote is None:
+            raise ReasonError("option-not-offered",
+                              f"task {turn.task_id} carries no quote to pay")
+        if accept is None:
+            if len(quote.accepts) != 1:
+                raise ReasonError("option-not-offered",
+                                  f"the quote has {len(quote.accepts)} options: copy the chosen "
+                                  f"one from x402.payment.required.accepts into {ACCEPT_KEY}")
+            accept = quote.accepts[0]
+        if accept not in quote.accepts:
+            raise ReasonError("option-not-offered",
+                              f"{ACCEPT_KEY} is not one of the quote's options (copy one "
+                              "unchanged from x402.payment.required.accepts)")
+        return read_option(accept, task_id=turn.task_id, peer=turn.peer_aid)
+
+    # --- the operator -----------------------------------------------------------------------
+
+    async def operator_message(self, task: dict[str, Any], peer: str,
+                               index: int | None) -> tuple[dict[str, Any], Signed, bool]:
+        """The payment message the operator approved for option ``index`` of the task's quote
+        (the only one when None), the authorization, and whether it was signed just now."""
+        quote = quote_of(task)
+        if quote is None:
+            raise AnetError("no-quote", f"task {task['id']} waits for no payment",
+                              hint="`anet task <id>` shows what it waits for")
+        if index is None and len(quote.accepts) != 1:
+            raise AnetError("option-needed", f"the quote has {len(quote.accepts)} options",
+                              hint="name one with --option N (`anet pay <task-id>` lists them)")
+        chosen = 0 if index is None else index
+        if not 0 <= chosen < len(quote.accepts):
+            raise AnetError("option-not-offered", f"the quote has no option {chosen}",
+                              hint=f"use 0..{len(quote.accepts) - 1}")
+        option = read_option(quote.accepts[chosen], task_id=task["id"], peer=peer)
+        async with self._one_at_a_time(task["id"]):
+            if (signed := self.book.reusable(task["id"], option.raw)) is not None:
+                return payment_message(signed), signed, False
+            if not await self.credit.holds(option.hub, option.asset, option.amount):
+                raise AnetError("rail-not-payable",
+                                  f"this node holds too little credit at the rail of "
+                                  f"{option.hub} to pay {option.price}",
+                                  hint="the hub's operator credits it: anet hub credit <aid> "
+                                       "<amount>; `anet balance` shows it")
+            signed = self._sign(option, quote, Tier.OPERATOR)
+            return payment_message(signed), signed, True
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _payable(self, quote: Quote, task_id: str, peer: str) -> list[Option]:
+        options = []
+        for raw in quote.accepts:
+            try:
+                options.append(read_option(raw, task_id=task_id, peer=peer))
+            except ReasonError as refused:
+                log.info("event=option-unpayable task=%s problem=%r", task_id, refused.message)
+        return options
+
+    def _sign(self, option: Option, quote: Quote, tier: Tier) -> Signed:
+        validity = int(option.raw.get("maxTimeoutSeconds") or DEFAULT_VALIDITY_S)
+        authorization = sign_authorization(
+            self._identity, payee=option.payee, network=option.raw["network"],
+            asset=option.asset, amount=option.amount, task=option.task, valid_for_s=validity)
+        payload: dict[str, Any] = {"x402Version": 2, "accepted": option.raw,
+                                   "payload": {"authorization": authorization}}
+        if "resource" in quote.required:
+            payload["resource"] = quote.required["resource"]
+        PaymentPayload.model_validate(payload)
+        signed = Signed(nonce=authorization["nonce"], task_id=option.task, tier=tier,
+                        asset=option.asset, amount=option.amount, payload=payload)
+        self.book.record(signed, option.raw, valid_before=authorization["validBefore"])
+        log.info("event=payment-signed task=%s tier=%s amount=%s", option.task, tier.value,
+                 option.price)
+        return signed
+
+    def _pay(self, turn: RequesterTurn, option: Option, quote: Quote, tier: Tier,
+             base: dict[str, Any] | None = None) -> TurnAnswer:
+        signed = self._sign(option, quote, tier)
+        return TurnAnswer(send=payment_message(signed, base),
+                          evidence=(authorize_record(signed, turn.peer_aid, option),))
+
+    def _hold(self, turn: RequesterTurn, quote: Quote | None, reason: Reason, message_id: str,
+              status: PaymentStatus, sentence: str) -> TurnAnswer:
+        metadata: dict[str, Any] = {STATUS_KEY: status.value}
+        if quote is not None:
+            metadata[REQUIRED_KEY] = quote.required  # the quote remains
+        log.info("event=payment-held task=%s reason=%s", turn.task_id, reason.value)
+        return TurnAnswer(hold=reason, status={"messageId": message_id,
+                                               "parts": [{"text": sentence}],
+                                               "metadata": metadata},
+                          evidence=(("payment.refuse", {"taskId": turn.task_id,
+                                                        "peer": turn.peer_aid,
+                                                        "reason": reason.value,
+                                                        "status": status.value}),))
+
+
+def authorize_record(signed: Signed, peer: str, option: Option) -> tuple[str, dict[str, Any]]:
+    """The evidence record of a signature."""
+    return ("payment.authorize", {"taskId": signed.task_id, "peer": peer,
+                                  "tier": signed.tier.value, "asset": signed.asset,
+                                  "amount": str(signed.amount), "network": option.raw["network"],
+                                  "nonce": signed.nonce})

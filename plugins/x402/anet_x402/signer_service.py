@@ -1,0 +1,142 @@
+"""The signing service on the running node: its lifespan, the requester hooks' handlers, the
+proxy card's a2a-x402 extension and the doctor's ``x402-tiers`` check (docs/payments.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from anet_core.api import (
+    CardExtension,
+    CheckContext,
+    CheckResult,
+    CheckStatus,
+    Node,
+    NodeKey,
+    PeerInfo,
+    RequesterTurn,
+    TurnHandler,
+)
+from anet_core.protocol.payments import format_amount
+from anet_x402.config import X402Config
+from anet_x402.rail import RailError
+from anet_x402.signer import (
+    X402_EXTENSION,
+    X402_EXTENSION_V02,
+    X402_EXTENSIONS,
+    Signer,
+    is_payment_answer,
+    quote_of,
+)
+from anet_x402.signer_credit import CARD_CREDIT_MAX_AGE_S, Credit
+from anet_x402.spend import PaymentBook
+from anet_x402.tiers import Limits
+
+log = logging.getLogger(__name__)
+
+MODULE = "x402"
+SIGNER = NodeKey("x402-signer", Signer)
+
+
+@asynccontextmanager
+async def signing_service(node: Node) -> AsyncIterator[None]:
+    """The signer lives as long as the daemon; its view of the credit is kept fresh for the
+    proxy card."""
+    config = node.config.module(MODULE, X402Config)
+    book = PaymentBook.of(node.paths)
+    credit = Credit(identity=node.identity, hub_url=lambda: node.hub.status.hub_url)
+    node[SIGNER] = Signer(identity=node.identity, limits=Limits(config), book=book,
+                          credit=credit)
+    refresh = asyncio.ensure_future(_keep_credit_fresh(credit, Limits(config)))
+    try:
+        yield
+    finally:
+        refresh.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await refresh
+        del node[SIGNER]
+        book.close()
+
+
+async def _keep_credit_fresh(credit: Credit, limits: Limits) -> None:
+    while limits.configured:
+        try:
+            await credit.refresh()
+        except RailError as error:
+            log.debug("event=credit-unknown reason=%s", error.reason)
+        await asyncio.sleep(CARD_CREDIT_MAX_AGE_S / 2)
+
+
+def waiting_handler(node: Node, turn: RequesterTurn) -> TurnHandler | None:
+    signer = node.get(SIGNER)
+    if signer is None or quote_of(turn.task) is None:
+        return None
+    return TurnHandler(module=MODULE, run=signer.waiting)
+
+
+def answer_handler(node: Node, turn: RequesterTurn) -> TurnHandler | None:
+    signer = node.get(SIGNER)
+    if signer is None or turn.message is None or \
+            not is_payment_answer(turn.message, turn.metadata):
+        return None
+    return TurnHandler(module=MODULE, run=signer.answer)
+
+
+def _remote_takes_x402(card: dict[str, Any] | None) -> bool:
+    if not card:
+        return False
+    if card.get("charge") not in (None, "free"):
+        return True
+    declared = (card.get("capabilities") or {}).get("extensions") or card.get("extensions") or []
+    return any(isinstance(extension, dict) and extension.get("uri") in X402_EXTENSIONS
+               for extension in declared)
+
+
+def card_extensions(node: Node, peer: PeerInfo) -> list[CardExtension]:
+    """The a2a-x402 extension, only when the remote agent takes payments and this node can sign
+    and settle now: tiers configured and credit at its home hub's rail (last read within
+    a minute)."""
+    signer = node.get(SIGNER)
+    if signer is None or not _remote_takes_x402(peer.card) or not signer.limits.configured or \
+            not signer.credit.payable_now():
+        return []
+    return [CardExtension(module=MODULE, uri=X402_EXTENSION,
+                          also_activated_by=(X402_EXTENSION_V02,),
+                          description="Payments (a2a-x402): this node is the signing service; "
+                                      "answer a quote with payment-submitted and the option in "
+                                      "anet.payment.accept, no payload")]
+
+
+async def tiers_state(ctx: CheckContext) -> CheckResult:
+    config = ctx.config.module(MODULE, X402Config)
+    limits = Limits(config)
+    if not limits.configured:
+        return CheckResult(CheckStatus.WARN, "no spending tier is configured: every quote waits "
+                                             "for `anet pay`",
+                           hint="set modules.x402.auto_max and agent_max (docs/payments.md)")
+    book = PaymentBook.of(ctx.paths)
+    try:
+        assets = sorted(set(config.auto_max) | set(config.agent_max)
+                        | set(config.agent_daily_max))
+        spent = {asset: book.spent(asset) for asset in assets}
+    finally:
+        book.close()
+    parts, over = [], []
+    for asset in assets:
+        daily = config.limit(config.agent_daily_max, asset)
+        parts.append(f"{asset}: auto {config.auto_max.get(asset, '0')}, agent "
+                     f"{config.agent_max.get(asset, '0')}, today "
+                     f"{format_amount(spent[asset], asset)} of "
+                     f"{config.agent_daily_max.get(asset, '0')}")
+        if daily and spent[asset] >= daily:
+            over.append(asset)
+    summary = "; ".join(parts)
+    if over:
+        return CheckResult(CheckStatus.WARN, summary,
+                           hint=f"agent_daily_max is reached for {', '.join(over)}: the agent's "
+                                "payments wait for `anet pay` until the next UTC day")
+    return CheckResult(CheckStatus.OK, summary)
