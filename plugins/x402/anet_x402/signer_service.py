@@ -39,6 +39,7 @@ from anet_x402.tiers import Limits
 log = logging.getLogger(__name__)
 
 MODULE = "x402"
+NO_CREDIT_RETRY_S = 5.0
 SIGNER = NodeKey("x402-signer", Signer)
 
 
@@ -63,12 +64,15 @@ async def signing_service(node: Node) -> AsyncIterator[None]:
 
 
 async def _keep_credit_fresh(credit: Credit, limits: Limits) -> None:
+    """Read the credit now and then; often while there is none, so that a node the hub's
+    operator just credited declares the extension soon."""
     while limits.configured:
         try:
             await credit.refresh()
         except RailError as error:
             log.debug("event=credit-unknown reason=%s", error.reason)
-        await asyncio.sleep(CARD_CREDIT_MAX_AGE_S / 2)
+        await asyncio.sleep(CARD_CREDIT_MAX_AGE_S / 2 if credit.payable_now()
+                            else NO_CREDIT_RETRY_S)
 
 
 def waiting_handler(node: Node, turn: RequesterTurn) -> TurnHandler | None:
