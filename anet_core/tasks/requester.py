@@ -223,11 +223,12 @@ class Requester:
                 stored = self._waiting_at(task_id, state_seq)
                 if stored is None:
                     return
+                if answer.send is not None and self._repeat(
+                        stored.peer_aid, stored.context_id, str(answer.send.get("messageId"))):
+                    answer = TurnAnswer(evidence=answer.evidence)  # sent before: not again
                 if answer.send is not None:
-                    if not self._repeat(stored.peer_aid, stored.context_id,
-                                        str(answer.send.get("messageId"))):
-                        self._continue(stored, answer.send, effects)
-                        effects.send = True
+                    self._continue(stored, answer.send, effects)
+                    effects.send = True
                 elif answer.hold is not None:
                     self._hold(stored, answer, events or [], effects)
                 elif events:

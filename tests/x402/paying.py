@@ -21,7 +21,14 @@ from typing import Any
 
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
-from a2a.types import Message, SendMessageConfiguration, SendMessageRequest, Task
+from a2a.types import (
+    GetTaskRequest,
+    Message,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 from google.protobuf.json_format import MessageToDict
 from x402.schemas import PaymentPayload, PaymentRequirements
 
@@ -140,9 +147,9 @@ class Chain:
         return [json.loads(line)["kind"] for line in lines]
 
 
-async def charging(bob: Node) -> None:
-    """Bob's card says ``charge: paid`` (published again)."""
-    bob.hub._card._content.charge = "paid"  # type: ignore[attr-defined]
+async def charging(bob: Node, charge: str = "paid") -> None:
+    """Bob's card says ``charge`` (published again)."""
+    bob.hub._card._content.charge = charge  # type: ignore[attr-defined]
     await bob.hub.reregister()
     await eventually(lambda: bob.hub.status.state is JoinState.REGISTERED, "bob registered")
 
@@ -182,8 +189,13 @@ async def send(client: Client, message: Message, *, immediately: bool = False) -
         return_immediately=immediately))
     events = [event async for event in client.send_message(request)]
     last = events[-1]
-    assert last.WhichOneof("payload") == "task", last
-    return last.task
+    if last.WhichOneof("payload") == "task":
+        return last.task
+    # A stream: its first event names the task, the rest are its updates.
+    states = [event.status_update.status.state for event in events
+              if event.WhichOneof("payload") == "status_update"]
+    assert TaskState.TASK_STATE_INPUT_REQUIRED not in states[:-1], states
+    return await client.get_task(GetTaskRequest(id=events[0].task.id))
 
 
 def metadata_of(task: Task) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import asyncio
 import copy
 from pathlib import Path
 
+import httpx
 import pytest
 from a2a.types import TaskState
 
@@ -18,7 +19,9 @@ from tests.x402.paying import (
     PAYLOAD,
     REQUIRED,
     STATUS,
+    X402,
     Chain,
+    charging,
     metadata_of,
     paying_chain,
     sdk_client,
@@ -53,9 +56,12 @@ async def quoted(chain: Chain, text: str, *, extension: bool = True):
     return task
 
 
-async def test_within_the_automatic_tier_the_node_pays_by_itself(chain: Chain) -> None:
-    # A client that knows nothing of payments: its blocking send ends with the work done.
-    async with sdk_client(chain, extension=False) as client:
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_within_the_automatic_tier_the_node_pays_by_itself(chain: Chain,
+                                                                 streaming: bool) -> None:
+    # A client that knows nothing of payments: its send ends with the work done, its stream
+    # never stops at the quote.
+    async with sdk_client(chain, extension=False, streaming=streaming) as client:
         task = await send(client, user("price=0.05 summarize"))
     assert task.status.state == COMPLETED, task
     assert [part.text for part in task.artifacts[0].parts] == ["paid work: price=0.05 summarize"]
@@ -182,3 +188,23 @@ async def test_two_concurrent_payment_messages_pay_once(chain: Chain) -> None:
     await eventually(lambda: _state(chain, task.id) == COMPLETED)
     assert len(chain.authorizations()) == 1 and len(chain.agent.answers) == 1
     assert transfers(chain) == [(chain.alice.aid, chain.bob.aid, 50)]
+
+
+async def declared(chain: Chain) -> list[str]:
+    async with httpx.AsyncClient(headers=chain.headers(extension=False)) as http:
+        card = (await http.get(chain.agent_url())).json()
+    return [extension["uri"] for extension in card["capabilities"].get("extensions", [])]
+
+
+async def test_the_proxy_card_declares_a2a_x402_only_while_the_node_can_pay(
+        tmp_path: Path) -> None:
+    async with paying_chain(tmp_path) as chain:
+        assert X402 not in await declared(chain)  # no credit at the rail yet
+        await chain.credit("1.00")
+        assert X402 in await declared(chain)
+        await charging(chain.bob, "free")  # an agent that charges nothing
+        chain.alice.hub.forget_peer(chain.bob.aid)
+        assert X402 not in await declared(chain)
+    async with paying_chain(tmp_path / "untiered", tiers={}) as chain:
+        await chain.credit("1.00")
+        assert X402 not in await declared(chain)  # no tier: the node pays nothing itself

@@ -89,6 +89,18 @@ def quote_of(task: dict[str, Any]) -> Quote | None:
                                              if isinstance(option, dict)])
 
 
+def sent_nonces(task: dict[str, Any]) -> set[str]:
+    """The nonces of the authorizations already sent on the task (its history)."""
+    nonces = set()
+    for message in task.get("history", []):
+        payload = (message.get("metadata") or {}).get(PAYLOAD_KEY)
+        if message.get("role") == "ROLE_USER" and isinstance(payload, dict):
+            authorization = (payload.get("payload") or {}).get("authorization") or {}
+            if isinstance(authorization.get("nonce"), str):
+                nonces.add(authorization["nonce"])
+    return nonces
+
+
 def is_payment_answer(message: dict[str, Any], metadata: dict[str, Any] | None) -> bool:
     return _merged(message, metadata).get(STATUS_KEY) == PaymentStatus.SUBMITTED
 
@@ -189,17 +201,26 @@ class Signer:
         if quote is None:
             return TurnAnswer()
         options = self._payable(quote, turn.task_id, turn.peer_aid)
+        seq = turn.task.get("metadata", {}).get("anet.state_seq", 0)
+        hold_id = f"anet-x402-{turn.task_id}-{seq}"
+        sent = sent_nonces(turn.task)
         async with self._one_at_a_time(turn.task_id):
             for option in options:
-                if (signed := self.book.reusable(turn.task_id, option.raw)) is not None:
-                    return TurnAnswer(send=payment_message(signed))
+                if (signed := self.book.reusable(turn.task_id, option.raw)) is None:
+                    continue
+                if signed.nonce in sent:
+                    # Asked again for what was paid: never a second payment without a person.
+                    return self._hold(turn, quote, Reason.NEEDS_OPERATOR_APPROVAL, hold_id,
+                                      PaymentStatus.REQUIRED,
+                                      "The agent asks again for a payment this node already "
+                                      f"sent ({option.price}); the operator decides with `anet "
+                                      f"pay {turn.task_id}`.")
+                return TurnAnswer(send=payment_message(signed))
             automatic = [option for option in options
                          if self.limits.auto_pays(option.asset, option.amount)]
             for option in automatic:
                 if await self.credit.holds(option.hub, option.asset, option.amount):
                     return self._pay(turn, option, quote, Tier.AUTO)
-        seq = turn.task.get("metadata", {}).get("anet.state_seq", 0)
-        hold_id = f"anet-x402-{turn.task_id}-{seq}"
         if automatic:
             return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id, PaymentStatus.FAILED,
                               f"The price {automatic[0].price} is within this node's automatic "
@@ -298,7 +319,8 @@ class Signer:
                               hint=f"use 0..{len(quote.accepts) - 1}")
         option = read_option(quote.accepts[chosen], task_id=task["id"], peer=peer)
         async with self._one_at_a_time(task["id"]):
-            if (signed := self.book.reusable(task["id"], option.raw)) is not None:
+            signed = self.book.reusable(task["id"], option.raw)
+            if signed is not None and signed.nonce not in sent_nonces(task):
                 return payment_message(signed), signed, False
             if not await self.credit.holds(option.hub, option.asset, option.amount):
                 raise AnetError("rail-not-payable",
