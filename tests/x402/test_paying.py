@@ -12,6 +12,7 @@ import httpx
 import pytest
 from a2a.types import TaskState
 
+from anet_core.evidence import verify
 from tests.support.payments import assert_ledger_conserved
 from tests.support.waiting import eventually
 from tests.x402.paying import (
@@ -68,6 +69,9 @@ async def test_within_the_automatic_tier_the_node_pays_by_itself(chain: Chain,
     assert transfers(chain) == [(chain.alice.aid, chain.bob.aid, 5)]
     assert [row["tier"] for row in chain.authorizations()] == ["auto"]
     assert "payment.authorize" in chain.evidence_kinds()
+    report = verify(chain.alice.paths.root / "evidence" / "chain.jsonl",
+                    chain.alice.identity.verified_history)
+    assert report.ok, report
     payment = chain.agent.answers[0]["metadata"]
     assert payment[STATUS] == "payment-submitted"
     assert payment[PAYLOAD]["x402Version"] == 2
