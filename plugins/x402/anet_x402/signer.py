@@ -180,18 +180,14 @@ class Signer:
         self.limits = limits
         self.book = book
         self.credit = credit
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._signing = asyncio.Lock()
 
     @asynccontextmanager
-    async def _one_at_a_time(self, task_id: str) -> AsyncIterator[None]:
-        """Find-or-sign for one task runs alone: two turns never both sign."""
-        lock = self._locks.setdefault(task_id, asyncio.Lock())
-        try:
-            async with lock:
-                yield
-        finally:
-            if not lock.locked():
-                self._locks.pop(task_id, None)
+    async def _one_at_a_time(self) -> AsyncIterator[None]:
+        """Find-or-sign runs alone (for every task: payments are few and quick), so two turns
+        of a task, or a turn and ``anet pay``, never both sign."""
+        async with self._signing:
+            yield
 
     # --- the agent's quote ------------------------------------------------------------------
 
@@ -204,7 +200,7 @@ class Signer:
         seq = turn.task.get("metadata", {}).get("anet.state_seq", 0)
         hold_id = f"anet-x402-{turn.task_id}-{seq}"
         sent = sent_nonces(turn.task)
-        async with self._one_at_a_time(turn.task_id):
+        async with self._one_at_a_time():
             for option in options:
                 if (signed := self.book.reusable(turn.task_id, option.raw)) is None:
                     continue
@@ -260,7 +256,7 @@ class Signer:
             return self._hold(turn, quote, Reason.OPTION_NOT_OFFERED, hold_id,
                               PaymentStatus.FAILED, refused.message)
         assert quote is not None
-        async with self._one_at_a_time(turn.task_id):
+        async with self._one_at_a_time():
             if (signed := self.book.reusable(turn.task_id, option.raw)) is not None:
                 return TurnAnswer(send=payment_message(signed, turn.message))
             if not await self.credit.holds(option.hub, option.asset, option.amount):
@@ -318,7 +314,7 @@ class Signer:
             raise AnetError("option-not-offered", f"the quote has no option {chosen}",
                               hint=f"use 0..{len(quote.accepts) - 1}")
         option = read_option(quote.accepts[chosen], task_id=task["id"], peer=peer)
-        async with self._one_at_a_time(task["id"]):
+        async with self._one_at_a_time():
             signed = self.book.reusable(task["id"], option.raw)
             if signed is not None and signed.nonce not in sent_nonces(task):
                 return payment_message(signed), signed, False
