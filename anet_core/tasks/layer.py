@@ -41,8 +41,8 @@ STOP_TIMEOUT_S = 5.0
 
 
 class TaskLayer:
-    """Requester API (``send``, ``get``, ``list``, ``cancel``, ``subscribe``, ``review``), the
-    operator's provider API (``inbox``, ``received``, ``reply``, ``reject``), the inbound policy
+    """Requester API (``send``, ``send_own``, ``get``, ``list``, ``cancel``, ``subscribe``,
+    ``review``), the operator's provider API (``inbox``, ``received``, ``reply``, ``reject``), the inbound policy
     and the trust list. Callers use these methods only; the parts (``requester``,
     ``provider``, ``outbox``, ``inbound``) are the layer's own.
 
