@@ -206,6 +206,18 @@ async def test_the_proxy_card_declares_a2a_x402_only_while_the_node_can_pay(
         assert X402 not in await declared(chain)  # no credit at the rail yet
         await chain.credit("1.00")
         assert X402 in await declared(chain)
+        # Activated by the v0.2 URI in the older header spelling too; the answer says so.
+        v02 = "https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2"
+        async with httpx.AsyncClient(headers=chain.headers(extension=False)) as http:
+            answer = await http.post(f"{chain.agent_url()}/jsonrpc", headers={
+                "X-A2A-Extensions": v02}, json={
+                "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+                    "message": {"role": "ROLE_USER", "messageId": "m-v02",
+                                "parts": [{"text": "price=0.50 v02"}]}}}, timeout=30)
+        assert answer.headers["X-A2A-Extensions"] == v02
+        waiting = answer.json()["result"]["task"]  # answered once the node decided
+        assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert "anet.reason" not in waiting["metadata"]  # the client may submit: it activated
         await charging(chain.bob, "free")  # an agent that charges nothing
         chain.alice.hub.forget_peer(chain.bob.aid)
         assert X402 not in await declared(chain)
