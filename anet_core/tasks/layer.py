@@ -42,9 +42,9 @@ STOP_TIMEOUT_S = 5.0
 
 class TaskLayer:
     """Requester API (``send``, ``send_own``, ``get``, ``list``, ``cancel``, ``subscribe``,
-    ``review``), the operator's provider API (``inbox``, ``received``, ``reply``, ``reject``), the inbound policy
-    and the trust list. Callers use these methods only; the parts (``requester``,
-    ``provider``, ``outbox``, ``inbound``) are the layer's own.
+    ``review``), the operator's provider API (``inbox``, ``received``, ``reply``, ``reject``),
+    the inbound policy and the trust list. Callers use these methods only; the parts
+    (``requester``, ``provider``, ``outbox``, ``inbound``) are the layer's own.
 
     Built by ``Node.open`` from the node's store, hub link, identity, evidence chain and the
     modules' hooks; :meth:`start` runs it, :meth:`stop` ends it.

@@ -72,6 +72,8 @@ async def test_hook_anet_requester_waiting(tmp_path: Path) -> None:
         await eventually(lambda: state(a, sent["id"]) == "TASK_STATE_COMPLETED")
         seen = [event async for event in subscription]
         done = a.tasks.get(None, sent["id"])
+        chain = tmp_path / "a" / "evidence" / "chain.jsonl"
+        await eventually(lambda: "greeter.answered" in chain.read_text(), "the turn's record")
     assert done["artifacts"][0]["parts"] == [{"text": "hello Ada"}]
     assert [answer["messageId"] for answer in agent.answers] == [f"name-{sent['id']}"]
     assert turns[0].message is None and turns[0].extensions == frozenset({"urn:x"})
@@ -79,9 +81,8 @@ async def test_hook_anet_requester_waiting(tmp_path: Path) -> None:
     states = [event["statusUpdate"]["status"]["state"] for event in seen
               if "statusUpdate" in event]
     assert TaskState.TASK_STATE_INPUT_REQUIRED.value not in states
-    kinds = [line for line in (tmp_path / "a" / "evidence" / "chain.jsonl").read_text()
-             .splitlines() if "greeter.answered" in line]
-    assert len(kinds) == 1
+    assert len([line for line in chain.read_text().splitlines()
+                if "greeter.answered" in line]) == 1
 
 
 async def test_hook_anet_requester_answer(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ async def test_within_the_automatic_tier_the_node_pays_by_itself(chain: Chain,
     assert [part.text for part in task.artifacts[0].parts] == ["paid work: price=0.05 summarize"]
     assert transfers(chain) == [(chain.alice.aid, chain.bob.aid, 5)]
     assert [row["tier"] for row in chain.authorizations()] == ["auto"]
-    assert "payment.authorize" in chain.evidence_kinds()
+    await eventually(lambda: "payment.authorize" in chain.evidence_kinds(), "the record")
     report = verify(chain.alice.paths.root / "evidence" / "chain.jsonl",
                     chain.alice.identity.verified_history)
     assert report.ok, report
@@ -150,12 +150,18 @@ async def test_above_the_agent_tier_the_operator_pays_with_anet_pay(chain: Chain
     asked = await asyncio.to_thread(chain.anet, "pay", task.id, check=False)
     assert asked.returncode != 0 and "--yes" in asked.stderr  # no terminal to ask on
     assert "2.00 USD" in asked.stdout
+    wrong = await asyncio.to_thread(chain.anet, "pay", task.id, "--option", "3", "--yes",
+                                    check=False)
+    assert wrong.returncode != 0 and "no option 3" in wrong.stderr
     assert chain.authorizations() == []
     paid = await asyncio.to_thread(chain.anet, "pay", task.id, "--yes")
     assert "Paid 2.00 USD" in paid.stdout
     await eventually(lambda: _state(chain, task.id) == COMPLETED)
     assert transfers(chain) == [(chain.alice.aid, chain.bob.aid, 200)]
     assert [row["tier"] for row in chain.authorizations()] == ["operator"]
+    again = await asyncio.to_thread(chain.anet, "pay", task.id, "--yes", check=False)
+    assert again.returncode != 0 and "waits for no payment" in again.stderr
+    assert chain.evidence_kinds().count("payment.authorize") == 1
 
 
 async def test_a_client_without_the_extension_waits_for_the_operator(chain: Chain) -> None:

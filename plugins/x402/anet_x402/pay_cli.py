@@ -70,18 +70,25 @@ async def quote(request: web.Request) -> web.Response:
 async def pay(request: web.Request) -> web.Response:
     node: Node = request.config_dict[NODE_KEY]
     task_id = request.match_info["task"]
-    body = await request.json() if request.can_read_body else {}
+    try:
+        body = await request.json() if request.can_read_body else {}
+    except ValueError:
+        body = None
     index = body.get("option") if isinstance(body, dict) else None
-    if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
-        raise AnetError("invalid-params", f"option {index!r} is not a number",
+    if not isinstance(body, dict) or (index is not None and (
+            not isinstance(index, int) or isinstance(index, bool))):
+        raise AnetError("invalid-params", f"the body {str(body)[:80]!r} is not "
+                                          '{"option": <number>}',
                         hint="give the option's number from `anet pay <task-id>`")
     task, peer = node.tasks.get(None, task_id), node.tasks.peer_of(task_id)
     signer = _signer(node)
     try:
         message, signed, fresh = await signer.operator_message(task, peer, index)
-    except AnetError:
-        raise
     except ReasonError as refused:
+        await asyncio.to_thread(node.evidence.append, "payment.refuse", {
+            "taskId": task_id, "peer": peer, "reason": refused.reason, "tier": "operator"})
+        if isinstance(refused, AnetError):
+            raise
         raise AnetError(refused.reason, refused.message,
                         hint="`anet pay <task-id>` lists the options") from None
     if fresh:
