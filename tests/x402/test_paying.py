@@ -93,8 +93,11 @@ async def test_within_the_agent_tier_the_client_submits_and_the_node_signs(
             paid = await eventually(lambda: _state(chain, task.id) == COMPLETED and paid)
     assert transfers(chain) == [(chain.alice.aid, chain.bob.aid, 50)]
     assert [row["tier"] for row in chain.authorizations()] == ["agent"]
-    # The client's own message went to bob, with the node's signed payment in it.
+    # The client's own message went to bob, with the node's signed payment in it, for the
+    # quote's own option (the SDK's copy has 600.0 for 600: equal, not the same bytes).
     assert chain.agent.answers[0]["parts"] == [{"text": "paying"}]
+    accepted = chain.agent.answers[0]["metadata"][PAYLOAD]["accepted"]
+    assert type(accepted["maxTimeoutSeconds"]) is int
 
 
 def _state(chain: Chain, task_id: str) -> TaskState:

@@ -290,11 +290,14 @@ class Signer:
                                   f"the quote has {len(quote.accepts)} options: copy the chosen "
                                   f"one from x402.payment.required.accepts into {ACCEPT_KEY}")
             accept = quote.accepts[0]
-        if accept not in quote.accepts:
+        # The quote's own entry, not the client's copy: a JSON client may have turned 600 into
+        # 600.0, which is equal but not the same bytes for the payee and the payment book.
+        offered = next((option for option in quote.accepts if option == accept), None)
+        if offered is None:
             raise ReasonError("option-not-offered",
                               f"{ACCEPT_KEY} is not one of the quote's options (copy one "
                               "unchanged from x402.payment.required.accepts)")
-        return read_option(accept, task_id=turn.task_id, peer=turn.peer_aid)
+        return read_option(offered, task_id=turn.task_id, peer=turn.peer_aid)
 
     # --- the operator -----------------------------------------------------------------------
 
