@@ -64,9 +64,9 @@ def anet_doctor_checks() -> list[DoctorCheck]:
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    from anet_x402 import balance, pay_cli
+    from anet_x402 import balance, signer_routes
 
-    return [ControlRoutes(module=MODULE, routes=[*balance.routes, *pay_cli.routes])]
+    return [ControlRoutes(module=MODULE, routes=[*balance.routes, *signer_routes.routes])]
 
 
 @hookimpl
