@@ -1,0 +1,93 @@
+"""The payer's signing service against the module x402's own payee (priced skills, quotes,
+verification and settlement at the hub's rail): two real nodes with every module and a real hub
+process. The skill is named through the task layer (``skill=``), the way a priced skill is
+asked for. Skipped where the payee side of the module is not installed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("anet_x402.provider")
+
+from anet_core.node import Node
+from anet_core.plugins import make_plugins
+from anet_x402.signer_service import SIGNER
+from tests.support.messages import user_message
+from tests.support.nodes import prepare, running_node
+from tests.support.payments import assert_ledger_conserved, ledger_totals
+from tests.support.processes import HubProcess, NodeDir, free_port
+from tests.support.waiting import eventually
+from tests.x402.payee import SKILL, Worker
+from tests.x402.paying import STATUS, TIERS
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@dataclass
+class Payee:
+    alice: Node
+    bob: Node
+    worker: Worker
+
+    def task(self, task_id: str) -> dict:
+        return self.alice.tasks.get(None, task_id)
+
+
+@asynccontextmanager
+async def priced(root: Path, price: str) -> AsyncIterator[Payee]:
+    hub = HubProcess(root / "hub", free_port()).start()
+    try:
+        worker = Worker()
+        prepare(root / "bob", node={"name": "bob", "skills": [{"id": SKILL, "name": "Sum"}]},
+                modules={"x402": {"prices": {SKILL: {"amount": price}}}})
+        prepare(root / "alice", modules={"x402": TIERS})
+        plugins = make_plugins()
+        plugins.pm.register(worker, name="worker")
+        async with running_node(root / "bob", plugins, hub_url=hub.url) as bob, \
+                running_node(root / "alice", make_plugins(), hub_url=hub.url) as alice:
+            bob.tasks.trust(alice.aid)
+            await asyncio.to_thread(NodeDir(root / "alice").run, "hub", "credit", alice.aid,
+                                    "5.00", "--data", str(hub.data))
+            await alice[SIGNER].credit.refresh()
+            yield Payee(alice=alice, bob=bob, worker=worker)
+    finally:
+        hub.stop()
+    assert_ledger_conserved(root / "hub")
+
+
+async def test_a_quote_within_the_automatic_tier_is_paid_settled_and_worked(
+        tmp_path: Path) -> None:
+    async with priced(tmp_path, "0.05") as pair:
+        task = await pair.alice.tasks.send(pair.bob.aid, user_message("go", "m-1"), skill=SKILL)
+        await eventually(lambda: pair.task(task["id"])["status"]["state"]
+                         == "TASK_STATE_COMPLETED", "paid and done")
+        done = pair.task(task["id"])
+        receipts = done["status"]["message"]["metadata"]["x402.payment.receipts"]
+        assert [receipt["success"] for receipt in receipts] == [True]
+        assert len(pair.worker.served) == 1
+    transfers = ledger_totals(tmp_path / "hub").transfers
+    assert [(entry.payer, entry.amount) for entry in transfers] == [(pair.alice.aid, 5)]
+
+
+async def test_above_the_automatic_tier_the_payee_is_paid_once_the_client_submits(
+        tmp_path: Path) -> None:
+    async with priced(tmp_path, "0.50") as pair:
+        task = await pair.alice.tasks.send(
+            pair.bob.aid, user_message("go", "m-1", extensions=[
+                "https://github.com/google-a2a/a2a-x402/v0.1"]), skill=SKILL)
+        await eventually(lambda: pair.task(task["id"])["status"]["state"]
+                         == "TASK_STATE_INPUT_REQUIRED", "quoted")
+        await pair.alice.tasks.send(pair.bob.aid, user_message(
+            "pay", "m-2", taskId=task["id"], contextId=task["contextId"],
+            extensions=["https://github.com/google-a2a/a2a-x402/v0.1"],
+            metadata={STATUS: "payment-submitted"}))
+        await eventually(lambda: pair.task(task["id"])["status"]["state"]
+                         == "TASK_STATE_COMPLETED", "paid and done")
+    transfers = ledger_totals(tmp_path / "hub").transfers
+    assert [(entry.payer, entry.amount) for entry in transfers] == [(pair.alice.aid, 50)]
