@@ -4,8 +4,8 @@ payee ``bob``, whose agent quotes, settles the payment it gets at the hub's rail
 does the work (``QuotingAgent``, a module of the test).
 
 A text ``price=0.50 …`` sets the price; ``rails=2`` adds a second option at a rail of another
-hub (which alice cannot pay). Bob's network card says ``charge: paid``, as the card of an agent
-with priced skills does, so alice's proxy card declares the a2a-x402 extension."""
+hub (which alice cannot pay). Bob's agent prices the skill it offers on bob's network card, so
+the card says ``charge: paid`` and alice's proxy card declares the a2a-x402 extension."""
 
 from __future__ import annotations
 
@@ -34,17 +34,15 @@ from x402.schemas import PaymentPayload, PaymentRequirements
 
 from anet_a2a.state import StateDir
 from anet_core import hookimpl
-from anet_core.link.contract import JoinState
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from anet_core.protocol.payments import parse_amount, rail_network
-from anet_core.records import InboundTask, TaskClaim
+from anet_core.records import InboundTask, SkillSource, TaskClaim
 from anet_x402.rail import RailClient
 from anet_x402.signer_service import SIGNER
 from tests.support.messages import sdk_user_message
 from tests.support.nodes import plugins_with, prepare, running_node
 from tests.support.processes import HubProcess, NodeDir, free_port
-from tests.support.waiting import eventually
 
 X402 = "https://github.com/google-a2a/a2a-x402/v0.1"
 STATUS, REQUIRED, PAYLOAD = "x402.payment.status", "x402.payment.required", "x402.payment.payload"
@@ -62,6 +60,15 @@ class QuotingAgent:
     hub_url: str
     answers: list[dict[str, Any]] = field(default_factory=list)
     settled: list[dict[str, Any]] = field(default_factory=list)
+    charges: bool = True
+
+    @hookimpl
+    def anet_card_skills(self, node: Node) -> list[SkillSource]:
+        async def read() -> list[dict[str, Any]]:
+            return [{"id": "work", "name": "Work", "description": "Paid work", "tags": []}]
+
+        prices = {"work": {"amount": "0.05", "asset": "USD"}} if self.charges else {}
+        return [SkillSource(module="quoting", read=read, prices=prices)]
 
     @hookimpl
     def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim:
@@ -136,7 +143,7 @@ class Chain:
         return NodeDir(self.root / "alice").run(*args, check=check)
 
     def authorizations(self) -> list[dict[str, Any]]:
-        path = self.alice.paths.module_dir("x402") / "payments.db"
+        path = self.alice.paths.module_dir("x402") / "payer.db"
         with sqlite3.connect(path) as db:
             rows = db.execute("SELECT task_id, tier, amount, nonce FROM authorizations")
             return [dict(zip(("task", "tier", "amount", "nonce"), row, strict=True))
@@ -147,11 +154,10 @@ class Chain:
         return [json.loads(line)["kind"] for line in lines]
 
 
-async def charging(bob: Node, charge: str = "paid") -> None:
-    """Bob's card says ``charge`` (published again)."""
-    bob.hub._card._content.charge = charge  # type: ignore[attr-defined]
-    await bob.hub.reregister()
-    await eventually(lambda: bob.hub.status.state is JoinState.REGISTERED, "bob registered")
+async def charging(bob: Node, agent: QuotingAgent, charges: bool) -> None:
+    """Bob's agent prices its skill, or not; bob's card is published again."""
+    agent.charges = charges
+    await bob.hub.refresh_card()
 
 
 @asynccontextmanager
@@ -161,7 +167,6 @@ async def paying_chain(root: Path, tiers: dict[str, Any] | None = None) -> Async
         agent = QuotingAgent(hub_url=hub.url)
         prepare(root / "alice", modules={"x402": TIERS if tiers is None else tiers})
         async with running_node(root / "bob", plugins_with(agent), hub_url=hub.url) as bob:
-            await charging(bob)
             async with running_node(root / "alice", make_plugins(), hub_url=hub.url) as alice:
                 bob.tasks.trust(alice.aid)
                 yield Chain(hub=hub, alice=alice, bob=bob, agent=agent, root=root)

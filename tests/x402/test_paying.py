@@ -227,7 +227,7 @@ async def test_the_proxy_card_declares_a2a_x402_only_while_the_node_can_pay(
         waiting = answer.json()["result"]["task"]  # answered once the node decided
         assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
         assert "anet.reason" not in waiting["metadata"]  # the client may submit: it activated
-        await charging(chain.bob, "free")  # an agent that charges nothing
+        await charging(chain.bob, chain.agent, charges=False)  # an agent that charges nothing
         chain.alice.hub.forget_peer(chain.bob.aid)
         assert X402 not in await declared(chain)
     async with paying_chain(tmp_path / "untiered", tiers={}) as chain:

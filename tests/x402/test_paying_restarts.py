@@ -32,7 +32,6 @@ from tests.x402.paying import (
     TIERS,
     X402,
     QuotingAgent,
-    charging,
     metadata_of,
     send,
     user,
@@ -61,7 +60,7 @@ class DaemonChain:
         return {"Authorization": f"Bearer {token}", "A2A-Extensions": X402}
 
     def authorizations(self) -> list[tuple[str, str]]:
-        path = self.alice.root / "modules" / "x402" / "payments.db"
+        path = self.alice.root / "modules" / "x402" / "payer.db"
         with sqlite3.connect(path) as db:
             return list(db.execute("SELECT task_id, nonce FROM authorizations"))
 
@@ -80,7 +79,6 @@ async def daemon_chain(root: Path, tiers: dict[str, Any]) -> AsyncIterator[Daemo
     try:
         agent = QuotingAgent(hub_url=hub.url)
         async with running_node(root / "bob", plugins_with(agent), hub_url=hub.url) as bob:
-            await charging(bob)
             await asyncio.to_thread(alice.run, "init")
             alice.configure(x402=tiers)
             await asyncio.to_thread(alice.run, "join", hub.url)

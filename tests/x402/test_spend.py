@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from anet_x402.config import X402Config
-from anet_x402.spend import RESEND_MARGIN_S, PaymentBook, Signed
+from anet_x402.spend import RESEND_MARGIN_S, PayerBook, Signed
 from anet_x402.tiers import Limits, Tier, utc_day
 
 OPTION = {"scheme": "exact", "network": "anet:" + "h" * 32, "asset": "USD", "amount": "50",
@@ -20,9 +20,9 @@ def signed(nonce: str, tier: Tier = Tier.AGENT, amount: int = 50) -> Signed:
 
 
 def test_one_authorization_per_task_and_option_until_it_expires(tmp_path: Path) -> None:
-    book = PaymentBook(tmp_path / "payments.db")
+    book = PayerBook(tmp_path / "payer.db")
     book.record(signed("a"), OPTION, valid_before=int(NOON) + 600, now=NOON)
-    again = PaymentBook(tmp_path / "payments.db")  # a restart reads what was kept
+    again = PayerBook(tmp_path / "payer.db")  # a restart reads what was kept
     assert again.reusable("t" * 32, dict(reversed(list(OPTION.items()))), now=NOON) == \
         signed("a")
     assert again.reusable("t" * 32, OPTION | {"amount": "51"}, now=NOON) is None
@@ -33,7 +33,7 @@ def test_one_authorization_per_task_and_option_until_it_expires(tmp_path: Path) 
 
 
 def test_the_day_counts_what_was_signed_below_the_operator(tmp_path: Path) -> None:
-    book = PaymentBook(tmp_path / "payments.db")
+    book = PayerBook(tmp_path / "payer.db")
     book.record(signed("a", Tier.AUTO, 5), OPTION, valid_before=0, now=NOON)
     book.record(signed("b", Tier.AGENT, 50), OPTION, valid_before=0, now=NOON)
     book.record(signed("c", Tier.OPERATOR, 500), OPTION, valid_before=0, now=NOON)

@@ -9,7 +9,7 @@ extension, https://github.com/google-agentic-commerce/a2a-x402). Then:
   payload, naming the option in ``anet.payment.accept``; the node signs within the agent tier;
 - everything else waits for the operator (``anet pay``), with a reason.
 
-Nothing is signed twice for a task and option: the payment book keeps each authorization
+Nothing is signed twice for a task and option: the payer's book keeps each authorization
 before its message leaves, and a retry, a repeat or a restart re-sends that one. Refusals and
 holds leave the task input-required with its quote (docs/payments.md, "Reasons").
 """
@@ -22,7 +22,6 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,8 +36,9 @@ from anet_core.protocol.payments import (
     rail_hub,
     sign_authorization,
 )
+from anet_x402.extension import PAYMENT_PAYLOAD, PAYMENT_REQUIRED, PAYMENT_STATUS, PaymentState
 from anet_x402.signer_credit import Credit
-from anet_x402.spend import PaymentBook, Signed
+from anet_x402.spend import PayerBook, Signed
 from anet_x402.tiers import Limits, Tier
 
 log = logging.getLogger(__name__)
@@ -49,18 +49,9 @@ X402_EXTENSION_V02 = "https://github.com/google-agentic-commerce/a2a-x402/blob/m
 """The URI of the extension's v0.2 specification, accepted for activation too."""
 X402_EXTENSIONS = frozenset({X402_EXTENSION, X402_EXTENSION_V02})
 
-STATUS_KEY = "x402.payment.status"
-REQUIRED_KEY = "x402.payment.required"
-PAYLOAD_KEY = "x402.payment.payload"
 ACCEPT_KEY = "anet.payment.accept"
 """Client → node: the option chosen, copied unchanged from ``x402.payment.required.accepts``."""
 DEFAULT_VALIDITY_S = 600
-
-
-class PaymentStatus(StrEnum):
-    REQUIRED = "payment-required"
-    SUBMITTED = "payment-submitted"
-    FAILED = "payment-failed"
 
 
 @dataclass(frozen=True)
@@ -75,8 +66,8 @@ def quote_of(task: dict[str, Any]) -> Quote | None:
     """The quote in the task's status message (the provider's, or this node's hold that keeps
     it), or None."""
     metadata = (task.get("status", {}).get("message") or {}).get("metadata") or {}
-    required = metadata.get(REQUIRED_KEY)
-    if metadata.get(STATUS_KEY) not in {PaymentStatus.REQUIRED, PaymentStatus.FAILED} or \
+    required = metadata.get(PAYMENT_REQUIRED)
+    if metadata.get(PAYMENT_STATUS) not in {PaymentState.REQUIRED, PaymentState.FAILED} or \
             not isinstance(required, dict):
         return None
     try:
@@ -93,7 +84,7 @@ def sent_nonces(task: dict[str, Any]) -> set[str]:
     """The nonces of the authorizations already sent on the task (its history)."""
     nonces = set()
     for message in task.get("history", []):
-        payload = (message.get("metadata") or {}).get(PAYLOAD_KEY)
+        payload = (message.get("metadata") or {}).get(PAYMENT_PAYLOAD)
         if message.get("role") == "ROLE_USER" and isinstance(payload, dict):
             authorization = (payload.get("payload") or {}).get("authorization") or {}
             if isinstance(authorization.get("nonce"), str):
@@ -102,7 +93,7 @@ def sent_nonces(task: dict[str, Any]) -> set[str]:
 
 
 def is_payment_answer(message: dict[str, Any], metadata: dict[str, Any] | None) -> bool:
-    return _merged(message, metadata).get(STATUS_KEY) == PaymentStatus.SUBMITTED
+    return _merged(message, metadata).get(PAYMENT_STATUS) == PaymentState.SUBMITTED
 
 
 def _merged(message: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:
@@ -163,8 +154,8 @@ def payment_message(signed: Signed, base: dict[str, Any] | None = None) -> dict[
     extensions = list(base.get("extensions", []))
     return {**base, "role": "ROLE_USER",
             "extensions": extensions + [X402_EXTENSION] * (X402_EXTENSION not in extensions),
-            "metadata": kept | {STATUS_KEY: PaymentStatus.SUBMITTED.value,
-                                PAYLOAD_KEY: signed.payload}}
+            "metadata": kept | {PAYMENT_STATUS: PaymentState.SUBMITTED.value,
+                                PAYMENT_PAYLOAD: signed.payload}}
 
 
 def _short(text: str) -> str:
@@ -174,7 +165,7 @@ def _short(text: str) -> str:
 class Signer:
     """The signing service of one running node."""
 
-    def __init__(self, *, identity: Identity, limits: Limits, book: PaymentBook,
+    def __init__(self, *, identity: Identity, limits: Limits, book: PayerBook,
                  credit: Credit) -> None:
         self._identity = identity
         self.limits = limits
@@ -207,7 +198,7 @@ class Signer:
                 if signed.nonce in sent:
                     # Asked again for what was paid: never a second payment without a person.
                     return self._hold(turn, quote, Reason.NEEDS_OPERATOR_APPROVAL, hold_id,
-                                      PaymentStatus.REQUIRED,
+                                      PaymentState.REQUIRED,
                                       "The agent asks again for a payment this node already "
                                       f"sent ({option.price}); the operator decides with `anet "
                                       f"pay {turn.task_id}`.")
@@ -218,13 +209,13 @@ class Signer:
                 if await self.credit.holds(option.hub, option.asset, option.amount):
                     return self._pay(turn, option, quote, Tier.AUTO)
         if automatic:
-            return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id, PaymentStatus.FAILED,
+            return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id, PaymentState.FAILED,
                               f"The price {automatic[0].price} is within this node's automatic "
                               f"tier, but its rail at {automatic[0].hub} holds too little credit "
                               "for it; nothing was signed.")
         if not turn.extensions & X402_EXTENSIONS:
             return self._hold(turn, quote, Reason.PAYMENT_EXTENSION_NOT_ACTIVATED, hold_id,
-                              PaymentStatus.REQUIRED,
+                              PaymentState.REQUIRED,
                               "The price is above this node's automatic tier and the client did "
                               "not activate the a2a-x402 extension; the operator pays with `anet "
                               f"pay {turn.task_id}`.")
@@ -232,7 +223,7 @@ class Signer:
                                       self.book.spent(option.asset)) for option in options):
             return TurnAnswer()  # the client submits the payment, the node signs it
         return self._hold(turn, quote, Reason.NEEDS_OPERATOR_APPROVAL, hold_id,
-                          PaymentStatus.REQUIRED,
+                          PaymentState.REQUIRED,
                           "The price is above what this node signs for its agent (agent_max, "
                           f"agent_daily_max); the operator pays with `anet pay {turn.task_id}`.")
 
@@ -244,9 +235,9 @@ class Signer:
         metadata = _merged(turn.message, turn.metadata)
         quote = quote_of(turn.task)
         hold_id = f"anet-x402-{turn.task_id}-{_short(str(turn.message.get('messageId')))}"
-        if PAYLOAD_KEY in metadata:
+        if PAYMENT_PAYLOAD in metadata:
             return self._hold(turn, quote, Reason.CLIENT_PAYLOAD_UNSUPPORTED, hold_id,
-                              PaymentStatus.FAILED,
+                              PaymentState.FAILED,
                               "This node is the payer and signs payments itself: send "
                               "payment-submitted without x402.payment.payload, with the option "
                               f"in {ACCEPT_KEY}.")
@@ -254,26 +245,26 @@ class Signer:
             option = self._chosen(quote, metadata.get(ACCEPT_KEY), turn)
         except ReasonError as refused:
             return self._hold(turn, quote, Reason.OPTION_NOT_OFFERED, hold_id,
-                              PaymentStatus.FAILED, refused.message)
+                              PaymentState.FAILED, refused.message)
         assert quote is not None
         async with self._one_at_a_time():
             if (signed := self.book.reusable(turn.task_id, option.raw)) is not None:
                 return TurnAnswer(send=payment_message(signed, turn.message))
             if not await self.credit.holds(option.hub, option.asset, option.amount):
                 return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id,
-                                  PaymentStatus.FAILED,
+                                  PaymentState.FAILED,
                                   f"This node holds too little credit at the rail of "
                                   f"{option.hub} to pay {option.price}; nothing was signed.")
             if not turn.extensions & X402_EXTENSIONS:
                 return self._hold(turn, quote, Reason.PAYMENT_EXTENSION_NOT_ACTIVATED, hold_id,
-                                  PaymentStatus.REQUIRED,
+                                  PaymentState.REQUIRED,
                                   "Activate the a2a-x402 extension (A2A-Extensions: "
                                   f"{X402_EXTENSION}) to pay through this node, or the operator "
                                   f"pays with `anet pay {turn.task_id}`.")
             spent = self.book.spent(option.asset)
             if not self.limits.agent_pays(option.asset, option.amount, spent):
                 return self._hold(turn, quote, Reason.NEEDS_OPERATOR_APPROVAL, hold_id,
-                                  PaymentStatus.REQUIRED,
+                                  PaymentState.REQUIRED,
                                   f"{option.price} is above what this node signs for its agent "
                                   f"(agent_max, agent_daily_max; "
                                   f"{format_amount(spent, option.asset)} paid today); the "
@@ -291,7 +282,7 @@ class Signer:
                                   f"one from x402.payment.required.accepts into {ACCEPT_KEY}")
             accept = quote.accepts[0]
         # The quote's own entry, not the client's copy: a JSON client may have turned 600 into
-        # 600.0, which is equal but not the same bytes for the payee and the payment book.
+        # 600.0, which is equal but not the same bytes for the payee and the payer's book.
         offered = next((option for option in quote.accepts if option == accept), None)
         if offered is None:
             raise ReasonError("option-not-offered",
@@ -365,10 +356,10 @@ class Signer:
                           evidence=(authorize_record(signed, turn.peer_aid, option),))
 
     def _hold(self, turn: RequesterTurn, quote: Quote | None, reason: Reason, message_id: str,
-              status: PaymentStatus, sentence: str) -> TurnAnswer:
-        metadata: dict[str, Any] = {STATUS_KEY: status.value}
+              status: PaymentState, sentence: str) -> TurnAnswer:
+        metadata: dict[str, Any] = {PAYMENT_STATUS: status.value}
         if quote is not None:
-            metadata[REQUIRED_KEY] = quote.required  # the quote remains
+            metadata[PAYMENT_REQUIRED] = quote.required  # the quote remains
         log.info("event=payment-held task=%s reason=%s", turn.task_id, reason.value)
         return TurnAnswer(hold=reason, status={"messageId": message_id,
                                                "parts": [{"text": sentence}],

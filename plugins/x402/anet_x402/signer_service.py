@@ -33,7 +33,7 @@ from anet_x402.signer import (
     quote_of,
 )
 from anet_x402.signer_credit import CARD_CREDIT_MAX_AGE_S, Credit
-from anet_x402.spend import PaymentBook
+from anet_x402.spend import PayerBook
 from anet_x402.tiers import Limits
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ async def signing_service(node: Node) -> AsyncIterator[None]:
     """The signer lives as long as the daemon; its view of the credit is kept fresh for the
     proxy card."""
     config = node.config.module(MODULE, X402Config)
-    book = PaymentBook.of(node.paths)
+    book = PayerBook.of(node.paths)
     credit = Credit(identity=node.identity, hub_url=lambda: node.hub.status.hub_url)
     node[SIGNER] = Signer(identity=node.identity, limits=Limits(config), book=book,
                           credit=credit)
@@ -122,7 +122,7 @@ async def tiers_state(ctx: CheckContext) -> CheckResult:
         return CheckResult(CheckStatus.WARN, "no spending tier is configured: every quote waits "
                                              "for `anet pay`",
                            hint="set modules.x402.auto_max and agent_max (docs/payments.md)")
-    book = PaymentBook.of(ctx.paths)
+    book = PayerBook.of(ctx.paths)
     try:
         assets = sorted(set(config.auto_max) | set(config.agent_max)
                         | set(config.agent_daily_max))

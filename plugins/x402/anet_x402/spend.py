@@ -1,9 +1,9 @@
-"""What this node signed as a payer: ``<data>/modules/x402/payments.db`` (SQLite).
+"""What this node signed as a payer: ``<data>/modules/x402/payer.db`` (SQLite).
 
 One row per signed authorization, committed before the payment message leaves, so that
 
 - a retry, a repeated message or a restart re-sends the SAME authorization for a task and option
-  (:meth:`PaymentBook.reusable`) instead of signing a second one;
+  (:meth:`PayerBook.reusable`) instead of signing a second one;
 - the day's spend (``agent_daily_max``) is the sum of today's rows and survives restarts.
 
 An authorization that expired unused is never re-sent (the hub would refuse it); a new one may
@@ -60,7 +60,7 @@ class Signed:
     payload: dict[str, Any]
 
 
-class PaymentBook:
+class PayerBook:
     def __init__(self, path: Path) -> None:
         private_dir(path.parent)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -71,8 +71,8 @@ class PaymentBook:
                 self._db.execute(statement)
 
     @classmethod
-    def of(cls, paths: DataPaths) -> PaymentBook:
-        return cls(paths.module_dir(MODULE_DIR) / "payments.db")
+    def of(cls, paths: DataPaths) -> PayerBook:
+        return cls(paths.module_dir(MODULE_DIR) / "payer.db")
 
     def close(self) -> None:
         self._db.close()
