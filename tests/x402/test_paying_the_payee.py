@@ -1,7 +1,7 @@
 """The payer's signing service against the module x402's own payee (priced skills, quotes,
 verification and settlement at the hub's rail): two real nodes with every module and a real hub
 process. The skill is named through the task layer (``skill=``), the way a priced skill is
-asked for. Skipped where the payee side of the module is not installed."""
+asked for."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("anet_x402.provider")
 
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
