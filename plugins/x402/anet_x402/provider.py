@@ -83,6 +83,8 @@ class PaymentDesk:
         self._book = book
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._retries: dict[str, asyncio.Task[None]] = {}
+        self._again: dict[str, float] = {}
+        """Retries that asked, from inside themselves, for one more round: after that delay."""
 
     @property
     def config(self) -> X402Config:
@@ -263,17 +265,28 @@ class PaymentDesk:
         return GateVerdict(failed.action, failed.message, records=(record,))
 
     def _retry_later(self, payment: Payment, *, delay_s: float) -> None:
-        """Give the recorded end again after ``delay_s`` (once per task at a time)."""
-        if payment.task_id in self._retries or payment.outcome is None:
+        """Give the recorded end again after ``delay_s`` (one retry per task at a time). Asked
+        from inside that retry (the rail is still unreachable), it goes round once more: the
+        end must not wait for the node's next start."""
+        if payment.outcome is None:
             return
         task_id, outcome = payment.task_id, payment.outcome
+        pending = self._retries.get(task_id)
+        if pending is not None:
+            if pending is asyncio.current_task():
+                self._again[task_id] = delay_s
+            return
 
         async def retry() -> None:
             try:
-                await asyncio.sleep(delay_s)
-                await self._node.tasks.end_received(task_id, outcome)
+                wait_s: float | None = delay_s
+                while wait_s is not None:
+                    await asyncio.sleep(wait_s)
+                    await self._node.tasks.end_received(task_id, outcome)
+                    wait_s = self._again.pop(task_id, None)
             finally:
                 self._retries.pop(task_id, None)
+                self._again.pop(task_id, None)
 
         self._retries[task_id] = asyncio.get_running_loop().create_task(retry())
 
