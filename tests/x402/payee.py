@@ -69,14 +69,20 @@ class Pair:
                      text: str = "here is the payment") -> str:
         """Alice's answer on ``task`` with ``metadata`` on the message, sealed and sent as her
         node sends a continuation; returns its messageId."""
+        message, envelope = await self.sealed(task, metadata, text)
+        await self.alice.hub.send(envelope)
+        return str(message["messageId"])
+
+    async def sealed(self, task: dict[str, Any], metadata: dict[str, Any],
+                     text: str = "here is the payment") -> tuple[dict[str, Any], dict[str, Any]]:
+        """Alice's answer on ``task`` (the message, and the envelope sealed for bob), unsent."""
         message = user_message(text, new_id(), taskId=task["id"], contextId=task["contextId"],
                                metadata=metadata)
         body = TaskMessage(task_id=task["id"], context_id=task["contextId"], message=message)
         peer = await self.alice.hub.peer(self.bob.aid)
         assert peer.encryption_key
-        await self.alice.hub.send(seal(self.alice.identity, self.bob.aid, peer.encryption_key,
-                                       wire_body(body)))
-        return str(message["messageId"])
+        return message, seal(self.alice.identity, self.bob.aid, peer.encryption_key,
+                             wire_body(body))
 
 
 def quote_of(pair: Pair, task_id: str) -> dict[str, Any]:
