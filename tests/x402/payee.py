@@ -4,6 +4,7 @@ on the task as the requester's node sends an answer."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -12,14 +13,18 @@ from typing import Any
 
 from anet_core import hookimpl
 from anet_core.node import Node
+from anet_core.plugins import Plugins, make_plugins
 from anet_core.protocol.envelope import seal
 from anet_core.protocol.payments import sign_authorization
 from anet_core.protocol.tasks import TaskMessage, wire_body
 from anet_core.records import TaskClaim
 from anet_core.tasks.common import new_id
 from anet_x402 import plugin as x402_plugin
+from anet_x402.signer_service import SIGNER
 from tests.support.messages import user_message
 from tests.support.nodes import plugins_with, prepare, running_node
+from tests.support.payments import assert_ledger_conserved
+from tests.support.processes import HubProcess, NodeDir, free_port
 from tests.support.waiting import eventually
 
 SKILL = "summarize"
@@ -119,3 +124,43 @@ async def alice_and_bob(root: Path, hub_url: str, *, prices: dict[str, Any] | No
             hub_url=hub_url))
         bob.tasks.trust(alice.aid)
         yield Pair(alice, bob)
+
+
+@dataclass
+class PaidPair:
+    """alice pays with her signing service, bob's module x402 quotes and settles."""
+
+    hub: HubProcess
+    alice: Node
+    alice_plugins: Plugins
+    bob: Node
+    worker: Worker
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        return self.alice.tasks.get(None, task_id)
+
+
+@asynccontextmanager
+async def payer_and_payee(root: Path, price: str, tiers: dict[str, Any]) -> AsyncIterator[
+        PaidPair]:
+    """A hub process; bob (every module, a :class:`Worker`) prices the skill at ``price`` and
+    trusts alice; alice (every module, the spending ``tiers``) holds 5.00 USD at the hub's
+    rail. The ledger is checked conserved when it ends."""
+    hub = HubProcess(root / "hub", free_port()).start()
+    try:
+        worker = Worker()
+        prepare(root / "bob", node={"name": "bob", "skills": [{"id": SKILL, "name": "Sum"}]},
+                modules={"x402": {"prices": {SKILL: {"amount": price}}}})
+        prepare(root / "alice", modules={"x402": tiers})
+        bob_plugins, alice_plugins = make_plugins(), make_plugins()
+        bob_plugins.pm.register(worker, name="worker")
+        async with running_node(root / "bob", bob_plugins, hub_url=hub.url) as bob, \
+                running_node(root / "alice", alice_plugins, hub_url=hub.url) as alice:
+            bob.tasks.trust(alice.aid)
+            await asyncio.to_thread(NodeDir(root / "alice").run, "hub", "credit", alice.aid,
+                                    "5.00", "--data", str(hub.data))
+            await alice[SIGNER].credit.refresh()
+            yield PaidPair(hub, alice, alice_plugins, bob, worker)
+    finally:
+        hub.stop()
+    assert_ledger_conserved(root / "hub")

@@ -5,58 +5,22 @@ asked for."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 
-from anet_core.node import Node
-from anet_core.plugins import make_plugins
-from anet_x402.signer_service import SIGNER
 from tests.support.messages import user_message
-from tests.support.nodes import prepare, running_node
-from tests.support.payments import assert_ledger_conserved, ledger_totals
-from tests.support.processes import HubProcess, NodeDir, free_port
+from tests.support.payments import ledger_totals
 from tests.support.waiting import eventually
-from tests.x402.payee import SKILL, Worker
+from tests.x402.payee import SKILL, PaidPair, payer_and_payee
 from tests.x402.paying import STATUS, TIERS
 
 pytestmark = pytest.mark.timeout(120)
 
 
-@dataclass
-class Payee:
-    alice: Node
-    bob: Node
-    worker: Worker
-
-    def task(self, task_id: str) -> dict:
-        return self.alice.tasks.get(None, task_id)
-
-
-@asynccontextmanager
-async def priced(root: Path, price: str) -> AsyncIterator[Payee]:
-    hub = HubProcess(root / "hub", free_port()).start()
-    try:
-        worker = Worker()
-        prepare(root / "bob", node={"name": "bob", "skills": [{"id": SKILL, "name": "Sum"}]},
-                modules={"x402": {"prices": {SKILL: {"amount": price}}}})
-        prepare(root / "alice", modules={"x402": TIERS})
-        plugins = make_plugins()
-        plugins.pm.register(worker, name="worker")
-        async with running_node(root / "bob", plugins, hub_url=hub.url) as bob, \
-                running_node(root / "alice", make_plugins(), hub_url=hub.url) as alice:
-            bob.tasks.trust(alice.aid)
-            await asyncio.to_thread(NodeDir(root / "alice").run, "hub", "credit", alice.aid,
-                                    "5.00", "--data", str(hub.data))
-            await alice[SIGNER].credit.refresh()
-            yield Payee(alice=alice, bob=bob, worker=worker)
-    finally:
-        hub.stop()
-    assert_ledger_conserved(root / "hub")
+def priced(root: Path, price: str) -> AbstractAsyncContextManager[PaidPair]:
+    return payer_and_payee(root, price, TIERS)
 
 
 async def test_a_quote_within_the_automatic_tier_is_paid_settled_and_worked(

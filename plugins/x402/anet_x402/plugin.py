@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         CardExtension,
         EndingTask,
         InboundTask,
+        McpTool,
         Node,
         PeerInfo,
         RequesterTurn,
@@ -77,6 +78,13 @@ def anet_cli_commands() -> list[CliCommand]:
             CliCommand("pay", "pay a task's quote as the operator (shows it, asks)",
                        lazy("anet_x402.pay_cli:configure"), lazy("anet_x402.pay_cli:run"),
                        module=MODULE)]
+
+
+@hookimpl
+def anet_mcp_tools() -> list[McpTool]:
+    from anet_x402.mcp_tools import x402_tools
+
+    return x402_tools()
 
 
 @hookimpl

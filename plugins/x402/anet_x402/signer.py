@@ -296,30 +296,57 @@ class Signer:
                                index: int | None) -> tuple[dict[str, Any], Signed, bool]:
         """The payment message the operator approved for option ``index`` of the task's quote
         (the only one when None), the authorization, and whether it was signed just now."""
-        quote = quote_of(task)
-        if quote is None:
-            raise AnetError("no-quote", f"task {task['id']} waits for no payment",
-                              hint="`anet task <id>` shows what it waits for")
-        if index is None and len(quote.accepts) != 1:
-            raise AnetError("option-needed", f"the quote has {len(quote.accepts)} options",
-                              hint="name one with --option N (`anet pay <task-id>` lists them)")
-        chosen = 0 if index is None else index
-        if not 0 <= chosen < len(quote.accepts):
-            raise AnetError("option-not-offered", f"the quote has no option {chosen}",
-                              hint=f"use 0..{len(quote.accepts) - 1}")
-        option = read_option(quote.accepts[chosen], task_id=task["id"], peer=peer)
+        quote, option = _numbered(task, peer, index)
         async with self._one_at_a_time():
             signed = self.book.reusable(task["id"], option.raw)
             if signed is not None and signed.nonce not in sent_nonces(task):
                 return payment_message(signed), signed, False
-            if not await self.credit.holds(option.hub, option.asset, option.amount):
-                raise AnetError("rail-not-payable",
-                                  f"this node holds too little credit at the rail of "
-                                  f"{option.hub} to pay {option.price}",
-                                  hint="the hub's operator credits it: anet hub credit <aid> "
-                                       "<amount>; `anet balance` shows it")
+            await self._check_credit(option)
             signed = self._sign(option, quote, Tier.OPERATOR)
             return payment_message(signed), signed, True
+
+    # --- the node's own agent (the MCP tool x402_pay) ---------------------------------------
+
+    async def agent_message(self, task: dict[str, Any], peer: str,
+                            index: int | None) -> tuple[dict[str, Any], Signed, bool]:
+        """Like :meth:`operator_message`, within the agent tier only: ``agent_max`` per payment
+        and ``agent_daily_max`` per day, the limits an A2A client's payment-submitted has. Above
+        them an :class:`AnetError` ``needs-operator-approval``, nothing signed. A payment
+        already sent on the task is never made again here (the operator decides)."""
+        quote, option = _numbered(task, peer, index)
+        async with self._one_at_a_time():
+            signed = self.book.reusable(task["id"], option.raw)
+            sent = sent_nonces(task)
+            if signed is not None and signed.nonce not in sent:
+                return payment_message(signed), signed, False
+            spent = self.book.spent(option.asset)
+            if signed is not None or not self.limits.agent_pays(option.asset, option.amount,
+                                                                spent):
+                why = ("this node already sent a payment for this option" if signed is not None
+                       else f"{option.price} is above what this node signs for its agent "
+                            f"(agent_max, agent_daily_max; "
+                            f"{format_amount(spent, option.asset)} paid today)")
+                raise AnetError("needs-operator-approval", f"{why}; nothing was signed",
+                                hint=f"the operator pays on a terminal: anet pay {task['id']}")
+            await self._check_credit(option)
+            signed = self._sign(option, quote, Tier.AGENT)
+            return payment_message(signed), signed, True
+
+    def tier_of(self, option: Option) -> Tier:
+        """Who may pay ``option`` now: the node by itself, its agent, or only the operator."""
+        if self.limits.auto_pays(option.asset, option.amount):
+            return Tier.AUTO
+        if self.limits.agent_pays(option.asset, option.amount, self.book.spent(option.asset)):
+            return Tier.AGENT
+        return Tier.OPERATOR
+
+    async def _check_credit(self, option: Option) -> None:
+        if not await self.credit.holds(option.hub, option.asset, option.amount):
+            raise AnetError("rail-not-payable",
+                            f"this node holds too little credit at the rail of "
+                            f"{option.hub} to pay {option.price}",
+                            hint="the hub's operator credits it: anet hub credit <aid> "
+                                 "<amount>; `anet balance` shows it")
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -368,6 +395,23 @@ class Signer:
                                                         "peer": turn.peer_aid,
                                                         "reason": reason.value,
                                                         "status": status.value}),))
+
+
+def _numbered(task: dict[str, Any], peer: str, index: int | None) -> tuple[Quote, Option]:
+    """The task's quote and its option ``index`` (the only one when None), as a person or a
+    tool names it by number."""
+    quote = quote_of(task)
+    if quote is None:
+        raise AnetError("no-quote", f"task {task['id']} waits for no payment",
+                        hint="`anet task <id>` shows what it waits for")
+    if index is None and len(quote.accepts) != 1:
+        raise AnetError("option-needed", f"the quote has {len(quote.accepts)} options",
+                        hint="name one by its number (`anet pay <task-id>` lists them)")
+    chosen = 0 if index is None else index
+    if not 0 <= chosen < len(quote.accepts):
+        raise AnetError("option-not-offered", f"the quote has no option {chosen}",
+                        hint=f"use 0..{len(quote.accepts) - 1}")
+    return quote, read_option(quote.accepts[chosen], task_id=task["id"], peer=peer)
 
 
 def authorize_record(signed: Signed, peer: str, option: Option) -> tuple[str, dict[str, Any]]:

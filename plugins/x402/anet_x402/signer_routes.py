@@ -1,7 +1,15 @@
-"""The operator's payments on the control plane (the control token), for ``anet pay``:
-``GET /x402/quote/{task}`` shows a task's quote, ``POST /x402/pay/{task}`` ``{"option": N}``
-signs it without tier limits (only the credit at the rail) and sends it on the task like the
-node's own payments; paying again re-sends the same authorization (docs/payments.md).
+"""Paying a task's quote on the control plane (the control token), for ``anet pay`` and the MCP
+tools of the module (anet_x402.mcp_tools):
+
+- ``GET /x402/quote/{task}`` shows the quote, each option with the tier that may pay it now;
+- ``POST /x402/pay/{task}`` ``{"option": N}``, the operator's: signs without tier limits (only
+  the credit at the rail);
+- ``POST /x402/agent-pay/{task}`` ``{"option": N}``, the agent's (the tool ``x402_pay``): signs
+  only within ``agent_max`` and ``agent_daily_max``, checked here, in the daemon, so that no
+  tool can pay more by what it sends. It has no parameter that widens it.
+
+Both send the payment on the task like the node's own payments; paying again re-sends the same
+authorization (docs/payments.md, "Paying from an MCP host").
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from anet_core.api import NODE_KEY, AnetError, Node, ReasonError
 from anet_core.protocol.payments import format_amount
 from anet_x402.signer import Signer, authorize_record, quote_of, read_option
 from anet_x402.signer_service import SIGNER
+from anet_x402.tiers import Tier
 
 routes = web.RouteTableDef()
 
@@ -27,7 +36,12 @@ def _signer(node: Node) -> Signer:
     return signer
 
 
-def _options(task: dict[str, Any], peer: str) -> list[dict[str, Any]]:
+WOULD_DO = {Tier.AUTO: "the node pays it by itself",
+            Tier.AGENT: "the agent may pay it (the MCP tool x402_pay)",
+            Tier.OPERATOR: "only the operator pays it, on a terminal: anet pay {task}"}
+
+
+def _options(task: dict[str, Any], peer: str, signer: Signer) -> list[dict[str, Any]]:
     quote = quote_of(task)
     if quote is None:
         raise AnetError("no-quote", f"task {task['id']} waits for no payment",
@@ -37,8 +51,10 @@ def _options(task: dict[str, Any], peer: str) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"option": index, "accepted": raw}
         try:
             option = read_option(raw, task_id=task["id"], peer=peer)
+            tier = signer.tier_of(option)
             entry |= {"amount": format_amount(option.amount, option.asset),
-                      "asset": option.asset, "payTo": option.payee, "rail": option.hub}
+                      "asset": option.asset, "payTo": option.payee, "rail": option.hub,
+                      "tier": tier.value, "wouldDo": WOULD_DO[tier].format(task=task["id"])}
         except ReasonError as refused:
             entry["problem"] = refused.message
         shown.append(entry)
@@ -52,11 +68,20 @@ async def quote(request: web.Request) -> web.Response:
     task, peer = node.tasks.get(None, task_id), node.tasks.peer_of(task_id)
     return web.json_response({"taskId": task_id, "peer": peer,
                               "reason": task.get("metadata", {}).get("anet.reason"),
-                              "options": _options(task, peer)})
+                              "options": _options(task, peer, _signer(node))})
 
 
 @routes.post("/pay/{task}")
 async def pay(request: web.Request) -> web.Response:
+    return await _paid(request, Tier.OPERATOR)
+
+
+@routes.post("/agent-pay/{task}")
+async def agent_pay(request: web.Request) -> web.Response:
+    return await _paid(request, Tier.AGENT)
+
+
+async def _paid(request: web.Request, tier: Tier) -> web.Response:
     node: Node = request.config_dict[NODE_KEY]
     task_id = request.match_info["task"]
     try:
@@ -71,11 +96,12 @@ async def pay(request: web.Request) -> web.Response:
                         hint="give the option's number from `anet pay <task-id>`")
     task, peer = node.tasks.get(None, task_id), node.tasks.peer_of(task_id)
     signer = _signer(node)
+    sign = signer.operator_message if tier is Tier.OPERATOR else signer.agent_message
     try:
-        message, signed, fresh = await signer.operator_message(task, peer, index)
+        message, signed, fresh = await sign(task, peer, index)
     except ReasonError as refused:
         await asyncio.to_thread(node.evidence.append, "payment.refuse", {
-            "taskId": task_id, "peer": peer, "reason": refused.reason, "tier": "operator"})
+            "taskId": task_id, "peer": peer, "reason": refused.reason, "tier": tier.value})
         if isinstance(refused, AnetError):
             raise
         raise AnetError(refused.reason, refused.message,
@@ -86,5 +112,6 @@ async def pay(request: web.Request) -> web.Response:
         await asyncio.to_thread(node.evidence.append, kind, data)
     sent = await node.tasks.send_own(task_id, message)
     return web.json_response({"taskId": task_id, "signedNow": fresh, "nonce": signed.nonce,
+                              "tier": signed.tier.value,
                               "amount": format_amount(signed.amount, signed.asset),
                               "asset": signed.asset, "state": sent["status"]["state"]})
