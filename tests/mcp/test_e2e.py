@@ -4,6 +4,7 @@ alice and bob, whose daemons reach each other through a real hub."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from pathlib import Path
 
 import anyio
@@ -14,10 +15,13 @@ from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(180)
 
+X402_INSTALLED = importlib.util.find_spec("anet_x402") is not None
+"""The module x402 serves its payment tools beside the node's own (tests/x402/test_mcp_tools.py)."""
 READ_TOOLS = {"find_agents", "get_agent_card", "get_task", "list_tasks", "list_inbox",
-              "list_trusted", "node_status"}
+              "list_trusted", "node_status"} | ({"x402_quote", "x402_balance"}
+                                                if X402_INSTALLED else set())
 ACTING_TOOLS = {"send_task", "cancel_task", "review_agent", "reply_task", "reject_task",
-                "trust_agent", "untrust_agent"}
+                "trust_agent", "untrust_agent"} | ({"x402_pay"} if X402_INSTALLED else set())
 
 
 async def inbox_task(bob: Tools, task_id: str) -> dict:
