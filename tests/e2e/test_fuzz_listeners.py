@@ -400,8 +400,8 @@ def test_control_plane(network: Network, route: tuple[str, str], segment: str,
             url = json.loads(body).get("url")
             normalize_hub_url(url)
             assume(False)
-        except (ValueError, AttributeError, TypeError):
-            pass
+        except (ValueError, AttributeError, TypeError, RecursionError):
+            pass  # not a JSON object with a URL (or nested past what json.loads takes)
     path = template.format(id=quote(segment, safe="%"))
     if method == "GET" and query:
         path += "?" + urlencode(query)
