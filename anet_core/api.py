@@ -74,7 +74,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "anet_core.plugins": ("Plugins",),
     "anet_core.protocol.tasks": ("METADATA_PREFIX", "TaskMetadata"),
     "anet_core.settings": ("DataPaths",),
-    "anet_core.store": ("page_newest_first",),
+    "anet_core.store": ("immediate_transaction", "page_newest_first"),
     "anet_core.tasks": (
         "InboundPolicy", "LocalOrigin", "LocalTasks", "Reason", "TaskError", "TaskLayer",
         "TaskSubscription",
@@ -197,6 +197,7 @@ __all__ = [
     "format_duration",
     "holders",
     "hookimpl",
+    "immediate_transaction",
     "is_aid",
     "lazy",
     "listening_sockets",

@@ -20,6 +20,7 @@ message content in ``data``: hashes and ids are enough to prove what happened.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import json
@@ -50,6 +51,8 @@ MAX_RECORD_BYTES = 256 * 1024
 RECORD_FIELDS = frozenset({"seq", "ts", "kind", "data", "prev", "hash", "signer", "keySeq",
                            "signature"})
 _TAIL_READ_BLOCK = 64 * 1024
+MAX_APPEND_RECORDS = 64
+"""Most records one append writes (one fsync, then one head): how far the head may lag."""
 
 
 class EvidenceError(Exception):
@@ -105,7 +108,9 @@ def record_hash(seq: int, ts: int, kind: str, data: dict[str, Any], prev: str | 
 class EvidenceChain:
     """Appends signed records to a chain file. Thread-safe, and safe with other processes
     appending to the same file (an exclusive ``flock`` is held per append and the tail is re-read
-    when the file changed). Appends block for the fsyncs: from asyncio, call them in a thread."""
+    when the file changed). Appends block for the fsyncs: from asyncio, use :meth:`record`,
+    which appends in a thread and lets records that wait at the same time share one append
+    (one fsync of the chain and one head for all of them)."""
 
     def __init__(self, path: Path, identity: Identity) -> None:
         self._path = Path(path)
@@ -114,6 +119,8 @@ class EvidenceChain:
         self._lock = threading.Lock()
         self._known_size: int | None = None
         self._last: EvidenceHead | None = None
+        self._waiting: list[tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]] = []
+        self._writer: asyncio.Future[None] | None = None
 
     @property
     def path(self) -> Path:
@@ -121,28 +128,117 @@ class EvidenceChain:
 
     def append(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """Append a record, fsync it, move the head; return the record as stored."""
-        check_kind(kind)
-        if not isinstance(data, dict):
-            raise TypeError(f"evidence data must be a JSON object, got {type(data).__name__}")
+        outcome = self.append_all([(kind, data)])[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def append_all(self, items: list[tuple[str, dict[str, Any]]]
+                   ) -> list[dict[str, Any] | Exception]:
+        """Append records in this order with one fsync and one move of the head; per item the
+        record as stored, or the error that kept it out (a bad kind, data or size: the others
+        are appended all the same)."""
+        if len(items) > MAX_APPEND_RECORDS:
+            raise ValueError(f"{len(items)} records in one append; at most "
+                             f"{MAX_APPEND_RECORDS}")
+        outcomes: list[dict[str, Any] | Exception] = []
+        for kind, data in items:
+            try:
+                check_kind(kind)
+                if not isinstance(data, dict):
+                    raise TypeError(f"evidence data must be a JSON object, got "
+                                    f"{type(data).__name__}")
+                outcomes.append({})
+            except (TypeError, ValueError) as error:
+                outcomes.append(error)
         with self._lock:
             self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 last = self._current_tail(fd)
-                record = self._make_record(kind, data, last)
-                line = canonical_json(record) + b"\n"
-                if len(line) > MAX_RECORD_BYTES:
-                    raise ValueError(f"evidence record of {len(line)} bytes exceeds "
-                                     f"{MAX_RECORD_BYTES}; record hashes, not content")
-                _write_all(fd, line)
-                os.fsync(fd)
-                self._known_size = os.fstat(fd).st_size
-                self._last = EvidenceHead(record["seq"], record["hash"])
-                self._write_head(self._last)
+                headless = last is None or not self._head_path.exists()
+                lines = bytearray()
+                for index, (kind, data) in enumerate(items):
+                    if isinstance(outcomes[index], Exception):
+                        continue
+                    if lines and headless:
+                        # A chain without a head may hold one record only (verify's no-head):
+                        # the first record gets its head before the others follow.
+                        self._sync_and_move_head(fd, lines, last)
+                        lines, headless = bytearray(), False
+                    record = self._make_record(kind, data, last)
+                    line = canonical_json(record) + b"\n"
+                    if len(line) > MAX_RECORD_BYTES:
+                        outcomes[index] = ValueError(
+                            f"evidence record of {len(line)} bytes exceeds {MAX_RECORD_BYTES}; "
+                            "record hashes, not content")
+                        continue
+                    lines += line
+                    outcomes[index] = record
+                    last = EvidenceHead(record["seq"], record["hash"])
+                if lines:
+                    self._sync_and_move_head(fd, lines, last)
             finally:
                 os.close(fd)  # also releases the flock
-        return record
+        return outcomes
+
+    def _sync_and_move_head(self, fd: int, lines: bytearray, last: EvidenceHead | None) -> None:
+        assert last is not None
+        _write_all(fd, bytes(lines))
+        os.fsync(fd)
+        self._known_size = os.fstat(fd).st_size
+        self._last = last
+        self._write_head(last)
+
+    async def record(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Append a record from the event loop; return it once it is on disk (see
+        :meth:`record_all`)."""
+        outcome = (await self.record_all([(kind, data)]))[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def record_all(self, items: list[tuple[str, dict[str, Any]]]
+                         ) -> list[dict[str, Any] | Exception]:
+        """Append records from the event loop, in this order; return once they are on disk,
+        per item the record or the error that kept it out (as :meth:`append_all`).
+
+        Records that arrive while an append runs wait for it and then go to the chain together,
+        in the order they arrived (group commit). A caller that is cancelled meanwhile does not
+        take its records back."""
+        futures = [self.submit(kind, data) for kind, data in items]
+        return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
+
+    def submit(self, kind: str, data: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Queue a record for the chain now, behind every record queued before it; the future
+        ends once it is on disk, with the record or the error that kept it out. For a caller
+        that need not wait for the disk (see :meth:`record_all`)."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((kind, data, future))
+        if self._writer is None:
+            self._writer = asyncio.ensure_future(self._write_waiting())
+        return future
+
+    async def _write_waiting(self) -> None:
+        try:
+            while self._waiting:
+                batch = self._waiting[:MAX_APPEND_RECORDS]
+                del self._waiting[:MAX_APPEND_RECORDS]
+                try:
+                    outcomes = await asyncio.to_thread(
+                        self.append_all, [(kind, data) for kind, data, _ in batch])
+                except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
+                    outcomes = [error] * len(batch)
+                for (_, _, future), outcome in zip(batch, outcomes, strict=True):
+                    if future.done():
+                        continue
+                    if isinstance(outcome, Exception):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
+        finally:
+            self._writer = None
 
     def _make_record(self, kind: str, data: dict[str, Any],
                      last: EvidenceHead | None) -> dict[str, Any]:
@@ -160,26 +256,28 @@ class EvidenceChain:
         """The last record's seq and hash; re-read when another writer changed the file.
 
         Refuses to continue a chain that disagrees with its head: appending would move the head
-        and hide a truncation or a rewritten tail for good. The head lags the chain by at most one
-        record (a crash between the two writes), never more.
+        and hide a truncation or a rewritten tail for good. The head lags the chain by at most
+        one append (a crash between the fsync of its records and the head), so by at most
+        :data:`MAX_APPEND_RECORDS` records, never more.
         """
         size = os.fstat(fd).st_size
         if size == self._known_size:
             return self._last
         size = _drop_torn_tail(fd, size)
         last_line = _read_last_line(fd, size)
-        last, last_prev = (None, None) if last_line is None else _tail_record(last_line, self._path)
+        last = None if last_line is None else _tail_record(last_line, self._path)
         try:
             head = _read_head(self._head_path)
         except ValueError as error:
             raise EvidenceError(f"{self._head_path} is damaged ({error}); run `anet doctor`, then "
                                 f"restore it from a backup or move {self._path.parent} away to "
                                 "start a new chain") from None
-        consistent = (
-            (head is None and (last is None or last.seq == 0))
-            or (head is not None and last is not None
-                and ((head["seq"] == last.seq and head["hash"] == last.hash)
-                     or (head["seq"] == last.seq - 1 and head["hash"] == last_prev))))
+        if head is None:
+            consistent = last is None or last.seq == 0
+        else:
+            lag = -1 if last is None else last.seq - head["seq"]
+            consistent = 0 <= lag <= MAX_APPEND_RECORDS and \
+                _record_back(fd, size, lag, self._path) == EvidenceHead(head["seq"], head["hash"])
         if not consistent:
             raise EvidenceError(
                 f"{self._path} ends at seq {None if last is None else last.seq}, which does not "
@@ -410,18 +508,28 @@ def _read_last_line(fd: int, size: int) -> bytes | None:
     return os.pread(fd, size - start, start)
 
 
-def _tail_record(line: bytes, path: Path) -> tuple[EvidenceHead, str | None]:
-    """The seq and hash of the last record, and its prev."""
+def _tail_record(line: bytes, path: Path) -> EvidenceHead:
+    """The seq and hash of a record read back from the end of the chain."""
     try:
         record = json.loads(line)
-        seq, record_digest, prev = record["seq"], record["hash"], record["prev"]
-        if (not is_non_negative_int(seq) or not isinstance(record_digest, str)
-                or not isinstance(prev, str | None)):
-            raise ValueError("bad seq, hash or prev")
+        seq, record_digest = record["seq"], record["hash"]
+        if not is_non_negative_int(seq) or not isinstance(record_digest, str):
+            raise ValueError("bad seq or hash")
     except (ValueError, TypeError, KeyError, UnicodeDecodeError):
-        raise EvidenceError(f"the last record of {path} is damaged; run `anet doctor`, then "
+        raise EvidenceError(f"the last records of {path} are damaged; run `anet doctor`, then "
                             "restore the chain from a backup or move it away") from None
-    return EvidenceHead(seq, record_digest), prev
+    return EvidenceHead(seq, record_digest)
+
+
+def _record_back(fd: int, size: int, back: int, path: Path) -> EvidenceHead:
+    """The seq and hash of the record ``back`` lines before the last one (0: the last)."""
+    end = size
+    for _ in range(back + 1):
+        if end == 0:
+            raise EvidenceError(f"{path} holds fewer records than its head says")
+        start = _last_newline_end(fd, end - 1)
+        line, end = os.pread(fd, end - start, start), start
+    return _tail_record(line, path)
 
 
 def _read_head(path: Path) -> dict[str, Any] | None:

@@ -4,10 +4,19 @@ trust list, inbound policy and inbox.
 One connection, used from the event loop. Every statement is short (indexed lookups, one-row
 writes), so running them inline costs less than handing them to a thread (measured with
 ``bench/tasks.py``: a task round trip does about a dozen statements, each well under 0.1 ms).
-WAL with ``synchronous=FULL``: a commit is on disk before the hub is told a delivery succeeded.
-(``synchronous=NORMAL`` would save an fsync per commit, 0.2-0.6 ms each with the loop stopped, but
-an OS crash could then lose an envelope the hub was already told is stored; only the outbox's
-bookkeeping after the hub took an envelope commits that way, see :meth:`Store.transaction`.)
+
+WAL with ``synchronous=NORMAL``: a commit is written to the WAL file but not synced. The disk
+is reached in one of two ways (docs/performance.md, "Durability"):
+
+- ``transaction()`` (durable): the WAL is fsynced before the block returns, as
+  ``synchronous=FULL`` would;
+- ``transaction(durable=False)``: nothing waits for the disk; :meth:`Store.flush` makes every
+  commit made so far durable with one fsync of the WAL (group commit). Whoever acknowledges
+  such a write to anyone (an A2A client, the hub, a peer, a backend) awaits ``flush()`` first;
+  the task layer does it in one place, before it carries out a transaction's effects.
+
+Either way a crash of the daemon loses no commit, and a crash of the machine loses at most
+commits nobody was told of, whole transactions, never a part of one.
 
 The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` holds one script
 per version and :func:`open_store` applies the missing ones in one transaction each.
@@ -16,6 +25,7 @@ per version and :func:`open_store` applies the missing ones in one transaction e
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Iterator
@@ -162,6 +172,7 @@ class OutboxEntry:
     body: dict[str, Any]
     envelope: dict[str, Any] | None
     attempts: int
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -181,6 +192,10 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
         self.path = path
+        self._wal = path.with_name(path.name + "-wal")
+        self._synced = 0
+        """``total_changes`` of the connection when the WAL was last synced: every change
+        counted there is on disk."""
 
     # --- transactions ----------------------------------------------------------------------
 
@@ -188,31 +203,42 @@ class Store:
     def transaction(self, *, durable: bool = True) -> Iterator[None]:
         """Group writes: all of them are stored, or none (nesting joins the outer one).
 
-        ``durable=False`` commits without waiting for the disk (``synchronous=NORMAL`` for this
-        one commit): the transaction survives a crash of the daemon, and an OS crash or power
-        cut may lose it, but never only part of it. The next durable commit flushes it along
-        with its own (the WAL is one file, synced in order). Only for writes whose loss is
-        already recovered from: the outbox's "the hub has it" (see ``Outbox._finish``).
+        ``durable`` (the default): on disk when the block returns. ``durable=False``: committed
+        (a crash of the daemon keeps it) but on disk only once :meth:`flush` returned; until
+        then an OS crash or power cut may lose it, whole. Tell no one of such a write before
+        ``await store.flush()``.
         """
-        if self._db.in_transaction:
+        outermost = not self._db.in_transaction
+        with immediate_transaction(self._db):
             yield
-            return
-        if not durable:
-            # SQLite refuses to change the level inside a transaction: set it around this one.
-            self._db.execute("PRAGMA synchronous = NORMAL")
+        if outermost and durable:
+            self._sync_wal()
+            self._synced = self._db.total_changes
+
+    async def flush(self) -> None:
+        """Return once every commit made before the call is on disk.
+
+        One fsync of the WAL covers every commit made before it (group commit): the commits
+        of every task handled in one turn of the event loop share it. It runs on the loop:
+        an fsync of the WAL takes about 0.1 ms here, less than handing it to a thread costs in
+        CPU (measured with ``bench/run.py``; docs/performance.md)."""
+        if self._synced < self._db.total_changes:
+            self._sync_wal()
+            self._synced = self._db.total_changes
+
+    def _sync_wal(self) -> None:
+        """fsync the WAL file: every frame SQLite wrote to it, so every commit, is on disk.
+
+        (SQLite syncs the WAL's header itself when it starts the file over, and with it the
+        directory on its creation; a checkpoint syncs the WAL before it copies pages.)"""
         try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+            fd = os.open(self._wal, os.O_RDONLY)
+        except FileNotFoundError:
+            return  # no WAL: everything is in the database file, which SQLite synced
+        try:
+            os.fsync(fd)
         finally:
-            if not durable:
-                if self._db.in_transaction:  # a failed COMMIT: end it, or FULL cannot be set
-                    self._db.execute("ROLLBACK")
-                self._db.execute("PRAGMA synchronous = FULL")
+            os.close(fd)
 
     # --- tasks -------------------------------------------------------------------------------
 
@@ -312,7 +338,7 @@ class Store:
                 seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
                 body=json.loads(row["body_json"]),
                 envelope=json.loads(row["envelope_json"]) if row["envelope_json"] else None,
-                attempts=row["attempts"]))
+                attempts=row["attempts"], created_at=row["created_at"]))
         return due
 
     def outbox_next_attempt(self) -> float | None:
@@ -433,6 +459,22 @@ class Store:
                                 (task_id,)).fetchone() is not None
 
 
+@contextmanager
+def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` on a connection opened with ``isolation_level=None``,
+    rolled back on any exception; inside an open transaction, the block joins it."""
+    if db.in_transaction:
+        yield
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 def page_newest_first(db: sqlite3.Connection, equal: dict[str, Any], *,
                       updated_since: float | None, page_size: int,
                       page_token: str) -> tuple[list[sqlite3.Row], str, int]:
@@ -487,7 +529,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     connection.row_factory = sqlite3.Row
     connection.execute("PRAGMA journal_mode = WAL")
-    connection.execute("PRAGMA synchronous = FULL")
+    connection.execute("PRAGMA synchronous = NORMAL")
     connection.execute("PRAGMA foreign_keys = ON")
     connection.execute("PRAGMA busy_timeout = 5000")
     return connection

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -13,6 +12,7 @@ from typing import Any
 from anet_core.errors import AnetError
 from anet_core.evidence import EvidenceChain
 from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
+from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
 from anet_core.wire import TaskState, format_timestamp
 
@@ -135,19 +135,30 @@ class Services:
 
     events: TaskEvents
     evidence: EvidenceChain
+    store: Store
     wake_outbox: Callable[[], None]
     start_background: Callable[[Callable[[], Awaitable[None]]], None]
 
     async def run(self, effects: Effects) -> None:
-        """Carry out the effects of a committed transaction, in this order."""
-        for task_id, events, terminal in effects.events:
-            self.events.publish(task_id, events, terminal=terminal)
+        """Carry out the effects of a committed transaction, in this order, once it is on disk.
+
+        The task layer commits without waiting for the disk (``durable=False``); this is where
+        it waits (one fsync covers every transaction committed before it), before anyone is
+        told: the caller (who may answer an A2A client), a subscriber, a backend, the evidence
+        chain; the outbox flushes again before it hands anything to the hub. The flush does not
+        yield to the loop, so a module's progress reports still reach the outbox together with
+        the end that follows them (see ``Outbox.flush``)."""
+        if not (effects.events or effects.send or effects.background or effects.evidence):
+            return
+        await self.store.flush()
         if effects.send:
             self.wake_outbox()
+        for task_id, events, terminal in effects.events:
+            self.events.publish(task_id, events, terminal=terminal)
         for work in effects.background:
             self.start_background(work)
-        for kind, data in effects.evidence:
-            try:
-                await asyncio.to_thread(self.evidence.append, kind, data)
-            except Exception:
-                log.exception("event=evidence-failed kind=%s", kind)
+        if effects.evidence:
+            outcomes = await self.evidence.record_all(effects.evidence)
+            for (kind, _), outcome in zip(effects.evidence, outcomes, strict=True):
+                if isinstance(outcome, Exception):
+                    log.error("event=evidence-failed kind=%s error=%r", kind, outcome)

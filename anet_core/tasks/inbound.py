@@ -65,6 +65,11 @@ class InboundEnvelopes:
         self._run_effects = run_effects
 
     async def __call__(self, envelope: dict[str, Any]) -> None:
+        """Take one envelope; return (the hub then forgets it) once what it changed is on disk."""
+        await self._receive(envelope)
+        await self._store.flush()
+
+    async def _receive(self, envelope: dict[str, Any]) -> None:
         self._metrics.envelopes_received.inc()
         try:
             header = peek_header(envelope)
@@ -112,11 +117,11 @@ class InboundEnvelopes:
             first = error.errors()[0]
             self._refuse(opened.id, opened.sender, "malformed-body",
                          f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}")
-            with self._store.transaction():
+            with self._store.transaction(durable=False):
                 self._store.mark_seen(opened.id, opened.sender,
                                       opened.ts / 1000 + SEEN_ID_LIFETIME_S)
             return
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             if not self._store.mark_seen(opened.id, opened.sender,
                                          opened.ts / 1000 + SEEN_ID_LIFETIME_S):
                 self._refuse(opened.id, opened.sender, "replayed", "opened meanwhile")

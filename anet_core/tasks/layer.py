@@ -58,7 +58,7 @@ class TaskLayer:
         self._no_response_after = no_response_after
         self.events = TaskEvents()
         self._background: set[asyncio.Task[None]] = set()
-        self._services = Services(events=self.events, evidence=evidence,
+        self._services = Services(events=self.events, evidence=evidence, store=store,
                                   wake_outbox=lambda: self.outbox.wake(),
                                   start_background=self._start)
         run_effects = self._services.run

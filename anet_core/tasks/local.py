@@ -73,7 +73,7 @@ class LocalTasks:
             first = error.errors()[0]
             raise TaskError("invalid-message", f"{'.'.join(map(str, first['loc']))}: "
                                                f"{first['msg']}") from None
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             effects = self._provider.on_message(self.origin.peer, body, offer=offer,
                                                 origin=self.origin.metadata)
         await self._run_effects(effects)
@@ -96,7 +96,7 @@ class LocalTasks:
         stored = self._task(task_id)
         if state_of(stored.task).is_terminal:
             raise TaskError("task-not-cancelable", f"task {task_id} has already ended")
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             effects = self._provider.on_cancel(self.origin.peer, TaskCancel(
                 task_id=task_id, context_id=stored.context_id))
         await self._run_effects(effects)

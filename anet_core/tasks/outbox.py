@@ -22,6 +22,7 @@ from anet_core.protocol.envelope import seal
 from anet_core.store import OutboxEntry, Store
 from anet_core.tasks.common import Effects
 from anet_core.util.backoff import Backoff
+from anet_core.wire import TaskState
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,10 @@ RETRY = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
 """Jittered, so many nodes do not return to a hub in step."""
 IDLE_CHECK_S = 1.0
 """Also wake this often: the hub may have come back without anyone queuing anything."""
+PROGRESS_HOLD_S = 0.02
+"""How long a plain progress update (see :func:`_is_progress`) waits before it leaves, in
+case its task's end follows at once and says it all (:func:`_superseded`); the task's later
+entries wait behind it, other tasks' entries do not."""
 
 RefusalHandler = Callable[[OutboxEntry, HubError], Effects]
 DeferralHandler = Callable[[OutboxEntry, HubError], Effects]
@@ -41,6 +46,27 @@ TOLD_DEFERRALS = frozenset({"hub-storage-full"})
 AcceptanceHandler = Callable[[OutboxEntry], Effects]
 """Runs in the commit that deletes the accepted entry, which is not flushed to disk (see
 ``Outbox._finish``): it may only write what accepting the same envelope again redoes."""
+
+
+def _is_progress(entry: OutboxEntry) -> bool:
+    """A provider's update that only says WORKING or brings new artifacts (no status message,
+    no reason), never sealed: what the task's terminal update says as well."""
+    body = entry.body
+    return (entry.envelope is None and body.get("type") == "task.update"
+            and body["status"]["state"] == TaskState.TASK_STATE_WORKING
+            and "message" not in body["status"] and not body.get("reason"))
+
+
+def _superseded(due: list[OutboxEntry]) -> list[OutboxEntry]:
+    """Progress updates queued before their task's terminal update: they need not leave. The
+    terminal update carries the final status, every artifact and the receipt, and the
+    requester applies it at once (docs/protocol.md), so it says all they said; a backend that
+    answers at once costs one envelope, not one per event."""
+    ended = {entry.task_id: index for index, entry in enumerate(due)
+             if entry.body.get("type") == "task.update"
+             and TaskState(entry.body["status"]["state"]).is_terminal}
+    return [entry for index, entry in enumerate(due)
+            if index < ended.get(entry.task_id, -1) and _is_progress(entry)]
 
 
 class Outbox:
@@ -57,6 +83,7 @@ class Outbox:
         self._on_deferred = on_deferred
         self._run_effects = run_effects
         self._wake = asyncio.Event()
+        self._held_until: float | None = None
 
     def wake(self) -> None:
         self._wake.set()
@@ -71,6 +98,8 @@ class Outbox:
                 except Exception:
                     log.exception("event=outbox-failed then=retry")
             next_at = self._store.outbox_next_attempt()
+            if self._held_until is not None:
+                next_at = min(next_at or self._held_until, self._held_until)
             delay = IDLE_CHECK_S if next_at is None else min(IDLE_CHECK_S,
                                                              max(0.0, next_at - time.time()))
             # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel that
@@ -80,8 +109,27 @@ class Outbox:
                     await self._wake.wait()
 
     async def flush(self) -> None:
-        """Send due entries in order; stop at the first that must wait, keeping the order."""
-        for entry in self._store.outbox_due(time.time()):
+        """Send due entries in order; stop at the first that must wait, keeping the order. A
+        progress update younger than :data:`PROGRESS_HOLD_S` waits, and its task's later
+        entries with it."""
+        now = time.time()
+        due = self._store.outbox_due(now)
+        superseded = {entry.seq for entry in _superseded(due)}
+        if superseded:
+            with self._store.transaction(durable=False):
+                for seq in superseded:
+                    self._store.outbox_done(seq)
+            log.debug("event=updates-superseded count=%d", len(superseded))
+        held: set[str] = set()
+        self._held_until = None
+        for entry in due:
+            if entry.seq in superseded or entry.task_id in held:
+                continue
+            if _is_progress(entry) and entry.created_at + PROGRESS_HOLD_S > now:
+                held.add(entry.task_id)
+                until = entry.created_at + PROGRESS_HOLD_S
+                self._held_until = min(self._held_until or until, until)
+                continue
             if not await self._send(entry):
                 return
 
@@ -96,7 +144,11 @@ class Outbox:
                                    f"{entry.peer_aid} has no verified encryption key")
                 envelope = seal(self._identity, entry.peer_aid, peer.encryption_key,
                                 entry.body)
-                self._store.outbox_sealed(entry.seq, envelope)
+                with self._store.transaction(durable=False):
+                    self._store.outbox_sealed(entry.seq, envelope)
+            # On disk before it leaves: the entry (its task's change) and, once sealed, the
+            # envelope, so that a resend after any crash carries the same id.
+            await self._store.flush()
             await hub.send(envelope)
             self._metrics.envelopes_sent.inc()
         except HubError as error:
@@ -112,7 +164,7 @@ class Outbox:
                      error.reason, delay)
             if error.reason in TOLD_DEFERRALS:
                 deferral = error
-                with self._store.transaction():
+                with self._store.transaction(durable=False):
                     self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)
                     effects = self._on_deferred(entry, deferral)
                 await self._run_effects(effects)

@@ -303,7 +303,7 @@ class Provider:
     def _leave_answer_to_operator(self, task_id: str) -> bool:
         """True when the task waits for input: its module is forgotten, so the answer goes to
         the inbox and is not offered to the modules again."""
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or not state_of(stored.task).is_interrupted:
                 return False
@@ -332,13 +332,13 @@ class Provider:
         if input_required:
             question = text_message(text, role="ROLE_AGENT", context_id=stored.context_id,
                                     task_id=stored.id)
-            with self._store.transaction():
+            with self._store.transaction(durable=False):
                 self._emit(stored, TaskState.TASK_STATE_INPUT_REQUIRED, effects, message=question)
         else:
             answer = {"artifactId": new_id(), "name": "reply", "parts": [{"text": text}]}
             end = await self._gates.end(stored, GateEnd(TaskState.TASK_STATE_COMPLETED, None,
                                                     [answer]), effects)
-            with self._store.transaction():
+            with self._store.transaction(durable=False):
                 stored = self._inbox_task(task_id)
                 self._end(stored, end, effects)
         await self._run_effects(effects)
@@ -352,7 +352,7 @@ class Provider:
         effects = Effects()
         end = await self._gates.end(stored, GateEnd(TaskState.TASK_STATE_REJECTED, note, [],
                                                 Reason.REJECTED_BY_PROVIDER), effects)
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             stored = self._inbox_task(task_id)
             self._end(stored, end, effects)
             if not end.held:
@@ -374,7 +374,7 @@ class Provider:
                 return
             end = await self._gates.end(stored, GateEnd(state, message, final_artifacts or [],
                                                     reason, message_reply), effects)
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or state_of(stored.task).is_terminal:
                 return
@@ -398,7 +398,7 @@ class Provider:
     async def release(self, task_id: str, reason: str) -> None:
         """A module gives a task up: it goes to the operator's inbox."""
         effects = Effects()
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or state_of(stored.task).is_terminal:
                 return
@@ -427,7 +427,7 @@ class Provider:
             if stored.served_by is not None and not self._store.in_inbox(stored.id):
                 log.info("event=orphan-to-inbox task=%s servedBy=%s", stored.id,
                          stored.served_by)
-                with self._store.transaction():
+                with self._store.transaction(durable=False):
                     self._to_inbox(stored, Effects(), note=RESTARTED_NOTE)
                 moved += 1
         return moved

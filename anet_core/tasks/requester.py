@@ -141,7 +141,7 @@ class Requester:
         if context_id and (earlier := self._repeat(aid, context_id, parsed.message_id)):
             return earlier
         effects = Effects(send=True)
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             stored = self._create(aid, message, context_id or new_id(), skill, effects, metadata)
         await self._run_effects(effects)
         return stored.task
@@ -154,7 +154,7 @@ class Requester:
         parsed = _parse_message(message)
         async with self._turns.hold(task_id):
             effects = Effects(send=True)
-            with self._store.transaction():
+            with self._store.transaction(durable=False):
                 stored = self._task_of(None, task_id)
                 if earlier := self._repeat(stored.peer_aid, stored.context_id,
                                            parsed.message_id):
@@ -178,7 +178,7 @@ class Requester:
                 if handler is not None:
                     answer = await _run_turn(handler, turn)
             effects = Effects()
-            with self._store.transaction():
+            with self._store.transaction(durable=False):
                 stored = self._task_of(None, task_id)
                 if answer.hold is not None:
                     self._hold(stored, answer, [], effects)
@@ -219,7 +219,7 @@ class Requester:
                 return
             answer = await _run_turn(handler, self._turn_of(stored))
             effects = Effects()
-            with self._store.transaction():
+            with self._store.transaction(durable=False):
                 stored = self._waiting_at(task_id, state_seq)
                 if stored is None:
                     return
@@ -299,7 +299,7 @@ class Requester:
             raise TaskError("task-not-cancelable",
                             f"task {task_id} is already {TaskState(stored.state).word}")
         effects = Effects()
-        with self._store.transaction():
+        with self._store.transaction(durable=False):
             known = stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS)
             reached_hub = known != EffectStatus.NONE or self._store.outbox_sent_any(task_id)
             self._store.outbox_withdraw(task_id)
@@ -476,7 +476,7 @@ class Requester:
         for stored in self._store.tasks_in_states(TaskRole.REQUESTER, ACTIVE_TASK_STATES):
             if now - stored.last_heard_at < no_response_after:
                 continue
-            with self._store.transaction():
+            with self._store.transaction(durable=False):
                 known = stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS)
                 reached_hub = known != EffectStatus.NONE or self._store.outbox_sent_any(stored.id)
                 self._store.outbox_withdraw(stored.id)

@@ -271,14 +271,18 @@ async def test_tampered_replayed_misaddressed_envelopes(tmp_path: Path, hub: Fak
 
 
 async def _held_updates(a, b, task_id: str, hub: FakeHub) -> list[dict]:
-    """B reports working, an artifact, then completes, while A's envelopes are held back."""
+    """B reports working, an artifact, then completes, while A's envelopes are held back; each
+    report leaves before the next (reports queued together leave as the last one alone, see
+    test_progress_queued_with_the_end_leaves_as_one_update)."""
     hub.receivers.pop(a.aid)
     provider = b.tasks.provider
     await provider.report(task_id, TaskState.TASK_STATE_WORKING, message=None, chunks=[],
                           final_artifacts=None, reason=None)
+    await eventually(lambda: len(hub.queues[a.aid]) == 1)
     chunk = ArtifactChunk(artifact={"artifactId": "art", "parts": [{"text": "part 1"}]})
     await provider.report(task_id, TaskState.TASK_STATE_WORKING, message=None, chunks=[chunk],
                           final_artifacts=None, reason=None)
+    await eventually(lambda: len(hub.queues[a.aid]) == 2)
     await provider.reply(task_id, "done")
     await eventually(lambda: len(hub.queues[a.aid]) == 3)
     return hub.queues.pop(a.aid)
@@ -303,6 +307,32 @@ async def test_out_of_order_and_duplicate_updates(tmp_path: Path, hub: FakeHub) 
         events = [event async for event in subscription]
         assert [next(iter(event)) for event in events] == [
             "task", "statusUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"]
+
+
+async def test_progress_queued_with_the_end_leaves_as_one_update(tmp_path: Path,
+                                                                 hub: FakeHub) -> None:
+    """A backend that answers at once: WORKING, an artifact and the completion are queued
+    before the outbox runs; only the terminal update leaves, and the requester ends up with
+    the same task (artifact, receipt) as from three updates."""
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("stream"))
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
+        hub.receivers.pop(a.aid)
+        provider = b.tasks.provider
+        chunk = ArtifactChunk(artifact={"artifactId": "art", "parts": [{"text": "part 1"}]})
+        await provider.report(task["id"], TaskState.TASK_STATE_WORKING, message=None, chunks=[],
+                              final_artifacts=None, reason=None)
+        await provider.report(task["id"], TaskState.TASK_STATE_WORKING, message=None,
+                              chunks=[chunk], final_artifacts=None, reason=None)
+        await provider.reply(task["id"], "done")
+        await eventually(lambda: not b.store.outbox_depth())
+        (only,) = hub.queues.pop(a.aid)
+        await a.tasks.inbound(only)
+        done = a.tasks.get(None, task["id"])
+        assert done["status"]["state"] == COMPLETED and done["metadata"]["anet.state_seq"] == 4
+        assert done["metadata"]["anet.receipt_verified"] is True
+        assert done["artifacts"][0]["parts"] == [{"text": "part 1"}]
 
 
 async def test_terminal_update_after_a_gap_is_applied(tmp_path: Path, hub: FakeHub) -> None:

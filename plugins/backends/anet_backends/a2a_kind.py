@@ -4,13 +4,21 @@ Every request (the card too) carries ``A2A-Version: 1.0`` (servers on the offici
 requests without it) and the bearer token of ``token_file``, read afresh each time so that a
 rotated token is picked up. The token only goes to the origin of the configured ``url``,
 whatever interface URL the backend's card names.
+
+A card read for a forward is used again by the next forwards for :data:`CARD_REUSE_S`, as long
+as the backend's socket is the same file (a restarted backend binds a new one) and the calls
+succeed; a failed call, or the ``anet doctor`` and skills reads, read it afresh. The checks of
+the socket and its listener run on every connection all the same (transport.py).
 """
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +56,45 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 """Largest answer (or stream event) read from a backend; a larger one fails the forward."""
 UNIX_ORIGIN = URL("http://localhost")
 """Requests over a unix socket name this host; only the path of a card's URL is used."""
+CARD_REUSE_S = 30.0
+"""How long a card read for a forward serves the next forwards (see the module docstring)."""
+MAX_CARDS = 256
+
+
+@dataclass(frozen=True)
+class _ReadCard:
+    card: AgentCard
+    socket: tuple[int, int] | None
+    """(device, inode) of the unix socket the card came through; None over TCP."""
+    read_at: float
+
+
+_cards: dict[BackendTarget, _ReadCard] = {}
+"""The card each backend answered last, for the forwards that follow (bounded, see below)."""
+
+
+def _socket_file(target: BackendTarget) -> tuple[int, int] | None:
+    if target.scheme != "unix":
+        return None
+    try:
+        info = os.stat(URL(target.url).path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _reusable_card(target: BackendTarget) -> AgentCard | None:
+    read = _cards.get(target)
+    if read is None or time.monotonic() - read.read_at > CARD_REUSE_S or \
+            read.socket != _socket_file(target):
+        return None
+    return read.card
+
+
+def _keep_card(target: BackendTarget, card: AgentCard) -> None:
+    if len(_cards) >= MAX_CARDS:
+        _cards.clear()
+    _cards[target] = _ReadCard(card, _socket_file(target), time.monotonic())
 
 
 def _fail(stage: BackendStage, reason: str) -> BackendError:
@@ -80,6 +127,10 @@ class A2AChannel:
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
+    def use_card(self, card: AgentCard) -> None:
+        self._rpc_url = self._endpoint(card)
+        self.card = card
+
     async def load_card(self) -> AgentCard:
         """Read the card; every failure is before the message, so UNREACHABLE (retried)."""
         try:
@@ -97,8 +148,7 @@ class A2AChannel:
         except (ValidationError, ValueError) as error:
             raise _fail(BackendStage.UNREACHABLE, f"the backend's card is not an A2A 1.0 card: "
                                                   f"{_first_line(error)}") from None
-        self._rpc_url = self._endpoint(card)
-        self.card = card
+        self.use_card(card)
         return card
 
     def _endpoint(self, card: AgentCard) -> URL:
@@ -209,14 +259,29 @@ def _plan(target: BackendTarget) -> tuple[aiohttp.BaseConnector, URL]:
 
 
 @asynccontextmanager
-async def open_a2a(target: BackendTarget) -> AsyncIterator[A2AChannel]:
-    """Check and connect the backend, read its card, and yield the channel."""
+async def open_a2a(target: BackendTarget, *, fresh_card: bool = True
+                   ) -> AsyncIterator[A2AChannel]:
+    """Check and connect the backend, read its card (``fresh_card`` False: the card of the last
+    forward when it may be used again), and yield the channel."""
     connector, card_url = _plan(target)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         channel = A2AChannel(target, session, card_url)
-        await channel.load_card()
-        yield channel
+        card = None if fresh_card else _reusable_card(target)
+        if card is None:
+            _keep_card(target, await channel.load_card())
+        else:
+            channel.use_card(card)
+        try:
+            yield channel
+        except BaseException:
+            _cards.pop(target, None)  # whatever went wrong, the next forward reads the card
+            raise
+
+
+def open_a2a_forward(target: BackendTarget) -> AbstractAsyncContextManager[A2AChannel]:
+    """:func:`open_a2a` for a forward: the card of the last forward serves when it may."""
+    return open_a2a(target, fresh_card=False)
 
 
 async def diagnose_a2a(target: BackendTarget) -> CheckResult:
@@ -247,5 +312,5 @@ async def skills_a2a(target: BackendTarget) -> list[dict[str, Any]]:
              "tags": list(skill.tags)} for skill in card.skills]
 
 
-A2A_KIND = BackendKind(name="a2a", schemes=("unix", "http", "https"), open=open_a2a,
+A2A_KIND = BackendKind(name="a2a", schemes=("unix", "http", "https"), open=open_a2a_forward,
                        diagnose=diagnose_a2a, skills=skills_a2a, module="backends")

@@ -133,11 +133,18 @@ class Backends:
                 for match, (_, forwarder) in self._backends.items()}
 
     @staticmethod
-    def evidence_recorder(append: Any) -> Record:
-        """Evidence appends fsync; run them in a thread so the loop keeps serving."""
+    def evidence_recorder(submit: Callable[[str, dict[str, Any]], asyncio.Future[Any]]
+                          ) -> Record:
+        """``submit`` is the chain's: the record takes its place in the chain at once, in
+        order, and is appended in a thread while the forward goes on (it does not wait for
+        the disk; an append that fails is logged)."""
+
+        def failed(future: asyncio.Future[Any]) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                log.error("event=evidence-failed error=%r", future.exception())
 
         async def record(kind: str, data: dict[str, Any]) -> None:
-            await asyncio.to_thread(append, kind, data)
+            submit(kind, data).add_done_callback(failed)
 
         return record
 

@@ -51,8 +51,43 @@ def account_name(uid: int) -> str:
         return f"uid {uid}"
 
 
+ACCOUNT_FILES = (Path("/etc/passwd"), Path("/etc/group"))
+"""Where the account database lives; a change of either file is a change of group members."""
+
+
+def _account_files() -> tuple[tuple[int, int, int, int], ...]:
+    """What identifies the account files' present content: device, inode, size, mtime."""
+    marks = []
+    for path in ACCOUNT_FILES:
+        try:
+            info = os.stat(path)
+        except OSError:
+            marks.append((0, 0, 0, 0))
+            continue
+        marks.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
+    return tuple(marks)
+
+
+_members: dict[int, tuple[tuple[tuple[int, int, int, int], ...], frozenset[int]]] = {}
+"""Group members as last read, with the state of the account files they were read from."""
+
+
 def group_members(gid: int) -> set[int]:
-    """Every uid that may act with group ``gid``: listed members and primary-group users."""
+    """Every uid that may act with group ``gid``: listed members and primary-group users.
+
+    Reading the whole account database (``getpwall``) is the slow part of a socket check: the
+    answer is kept while ``/etc/passwd`` and ``/etc/group`` stay the same files with the same
+    size and time (a changed account shows in either), and read again otherwise."""
+    files = _account_files()
+    known = _members.get(gid)
+    if known is not None and known[0] == files:
+        return set(known[1])
+    members = _read_group_members(gid)
+    _members[gid] = (files, frozenset(members))
+    return members
+
+
+def _read_group_members(gid: int) -> set[int]:
     members = {entry.pw_uid for entry in pwd.getpwall() if entry.pw_gid == gid}
     try:
         names = grp.getgrgid(gid).gr_mem

@@ -106,7 +106,7 @@ DIRECT_PEERS = NodeKey("a2a-direct-peers", DirectPeers)
 
 def evidence_recorder(node: Node) -> Any:
     async def record(kind: str, data: dict[str, Any]) -> None:
-        await asyncio.to_thread(node.evidence.append, kind, data)
+        await node.evidence.record(kind, data)
 
     return record
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anet_core.api import page_newest_first
+from anet_core.api import immediate_transaction, page_newest_first
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -96,18 +95,8 @@ class PeerTaskStore:
     def close(self) -> None:
         self._db.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        if self._db.in_transaction:
-            yield
-            return
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def transaction(self) -> AbstractContextManager[None]:
+        return immediate_transaction(self._db)
 
     def insert(self, task: PeerTask, message_id: str) -> None:
         """The task and its first message's key, together."""
