@@ -24,6 +24,7 @@ import asyncio
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import threading
@@ -40,6 +41,8 @@ from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, ver
 from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
 from anet_core.util.fsutil import write_atomic
 
+log = logging.getLogger(__name__)
+
 HEAD_FILE = "head.json"
 HEAD_CONTEXT = "anet-evidence-head-v1"
 KIND_PATTERN = re.compile(r"\A[a-z][a-z0-9_-]*(?:\.[a-z][a-z0-9_-]*)+\Z")
@@ -52,7 +55,17 @@ RECORD_FIELDS = frozenset({"seq", "ts", "kind", "data", "prev", "hash", "signer"
                            "signature"})
 _TAIL_READ_BLOCK = 64 * 1024
 MAX_APPEND_RECORDS = 64
-"""Most records one append writes (one fsync, then one head): how far the head may lag."""
+"""Most records one append writes (one fsync of the chain for all of them)."""
+HEAD_EVERY_RECORDS = 32
+"""Appends from the event loop (:meth:`EvidenceChain.record_all`) move the head once it lags
+this many records, and whenever no record came for :data:`HEAD_IDLE_S`, and when the node
+stops; the head then lags the chain by at most this plus one append."""
+HEAD_IDLE_S = 0.5
+GATHER_S = 0.01
+"""How long an append from the event loop waits for more records to go with it: the records of
+one task come a few milliseconds apart, and one append for all of them costs one fsync."""
+MAX_HEAD_LAG = HEAD_EVERY_RECORDS + MAX_APPEND_RECORDS
+"""How far behind the chain a crash may leave the head (see ``_current_tail``)."""
 
 
 class EvidenceError(Exception):
@@ -119,8 +132,12 @@ class EvidenceChain:
         self._lock = threading.Lock()
         self._known_size: int | None = None
         self._last: EvidenceHead | None = None
+        self._head: EvidenceHead | None = None
+        """The head this chain wrote last."""
         self._waiting: list[tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]] = []
         self._writer: asyncio.Future[None] | None = None
+        self._more = asyncio.Event()
+        self._closing = False
 
     @property
     def path(self) -> Path:
@@ -133,11 +150,12 @@ class EvidenceChain:
             raise outcome
         return outcome
 
-    def append_all(self, items: list[tuple[str, dict[str, Any]]]
+    def append_all(self, items: list[tuple[str, dict[str, Any]]], *, head: bool = True
                    ) -> list[dict[str, Any] | Exception]:
         """Append records in this order with one fsync and one move of the head; per item the
         record as stored, or the error that kept it out (a bad kind, data or size: the others
-        are appended all the same)."""
+        are appended all the same). ``head`` False: the head moves only once it lags
+        :data:`HEAD_EVERY_RECORDS` (the caller moves it later, :meth:`move_head`)."""
         if len(items) > MAX_APPEND_RECORDS:
             raise ValueError(f"{len(items)} records in one append; at most "
                              f"{MAX_APPEND_RECORDS}")
@@ -165,7 +183,7 @@ class EvidenceChain:
                     if lines and headless:
                         # A chain without a head may hold one record only (verify's no-head):
                         # the first record gets its head before the others follow.
-                        self._sync_and_move_head(fd, lines, last)
+                        self._sync_and_move_head(fd, lines, last, head=True)
                         lines, headless = bytearray(), False
                     record = self._make_record(kind, data, last)
                     line = canonical_json(record) + b"\n"
@@ -178,18 +196,35 @@ class EvidenceChain:
                     outcomes[index] = record
                     last = EvidenceHead(record["seq"], record["hash"])
                 if lines:
-                    self._sync_and_move_head(fd, lines, last)
+                    self._sync_and_move_head(fd, lines, last, head=head)
             finally:
                 os.close(fd)  # also releases the flock
         return outcomes
 
-    def _sync_and_move_head(self, fd: int, lines: bytearray, last: EvidenceHead | None) -> None:
+    def _sync_and_move_head(self, fd: int, lines: bytearray, last: EvidenceHead | None, *,
+                            head: bool) -> None:
         assert last is not None
         _write_all(fd, bytes(lines))
         os.fsync(fd)
         self._known_size = os.fstat(fd).st_size
         self._last = last
-        self._write_head(last)
+        behind = last.seq - (-1 if self._head is None else self._head.seq)
+        if head or behind >= HEAD_EVERY_RECORDS:
+            self._write_head(last)
+
+    def move_head(self) -> None:
+        """Move the head to the last record this chain appended, if it lags."""
+        with self._lock:
+            if self._last is None or self._last == self._head:
+                return
+            fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                last = self._current_tail(fd)  # another writer may have moved on
+                if last is not None and last != self._head:
+                    self._write_head(last)
+            finally:
+                os.close(fd)
 
     async def record(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """Append a record from the event loop; return it once it is on disk (see
@@ -210,35 +245,72 @@ class EvidenceChain:
         futures = [self.submit(kind, data) for kind, data in items]
         return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
 
+    def record_later(self, kind: str, data: dict[str, Any]) -> None:
+        """Queue a record for the chain without waiting for it (:meth:`submit`); an append that
+        fails is logged."""
+        self.submit(kind, data).add_done_callback(_log_failure)
+
     def submit(self, kind: str, data: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
         """Queue a record for the chain now, behind every record queued before it; the future
         ends once it is on disk, with the record or the error that kept it out. For a caller
         that need not wait for the disk (see :meth:`record_all`)."""
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting.append((kind, data, future))
+        self._more.set()
         if self._writer is None:
             self._writer = asyncio.ensure_future(self._write_waiting())
         return future
 
     async def _write_waiting(self) -> None:
         try:
-            while self._waiting:
-                batch = self._waiting[:MAX_APPEND_RECORDS]
-                del self._waiting[:MAX_APPEND_RECORDS]
+            while True:
+                while self._waiting:
+                    await self._write_batch()
+                if self._last is None or self._last == self._head or self._closing:
+                    return
+                # Idle: move the head once no record came for a while (one write, not one per
+                # append); a record that comes meanwhile is written at once.
+                self._more.clear()
                 try:
-                    outcomes = await asyncio.to_thread(
-                        self.append_all, [(kind, data) for kind, data, _ in batch])
-                except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
-                    outcomes = [error] * len(batch)
-                for (_, _, future), outcome in zip(batch, outcomes, strict=True):
-                    if future.done():
-                        continue
-                    if isinstance(outcome, Exception):
-                        future.set_exception(outcome)
-                    else:
-                        future.set_result(outcome)
+                    async with asyncio.timeout(HEAD_IDLE_S):
+                        await self._more.wait()
+                except TimeoutError:
+                    await asyncio.to_thread(self.move_head)
+                    if not self._waiting:
+                        return
+        except (OSError, EvidenceError) as error:
+            log.error("event=evidence-head-failed error=%r", error)
         finally:
             self._writer = None
+
+    async def _write_batch(self) -> None:
+        if len(self._waiting) < MAX_APPEND_RECORDS and not self._closing:
+            await asyncio.sleep(GATHER_S)
+        batch = self._waiting[:MAX_APPEND_RECORDS]
+        del self._waiting[:MAX_APPEND_RECORDS]
+        try:
+            outcomes = await asyncio.to_thread(
+                self.append_all, [(kind, data) for kind, data, _ in batch], head=False)
+        except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
+            outcomes = [error] * len(batch)
+        for (_, _, future), outcome in zip(batch, outcomes, strict=True):
+            if future.done():
+                continue
+            if isinstance(outcome, Exception):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    async def close(self) -> None:
+        """Write what is queued and move the head (the node stops)."""
+        self._closing = True
+        try:
+            while self._writer is not None:
+                self._more.set()
+                await asyncio.shield(self._writer)
+            await asyncio.to_thread(self.move_head)
+        finally:
+            self._closing = False
 
     def _make_record(self, kind: str, data: dict[str, Any],
                      last: EvidenceHead | None) -> dict[str, Any]:
@@ -257,8 +329,7 @@ class EvidenceChain:
 
         Refuses to continue a chain that disagrees with its head: appending would move the head
         and hide a truncation or a rewritten tail for good. The head lags the chain by at most
-        one append (a crash between the fsync of its records and the head), so by at most
-        :data:`MAX_APPEND_RECORDS` records, never more.
+        :data:`MAX_HEAD_LAG` records (a crash before the head moved), never more.
         """
         size = os.fstat(fd).st_size
         if size == self._known_size:
@@ -276,7 +347,7 @@ class EvidenceChain:
             consistent = last is None or last.seq == 0
         else:
             lag = -1 if last is None else last.seq - head["seq"]
-            consistent = 0 <= lag <= MAX_APPEND_RECORDS and \
+            consistent = 0 <= lag <= MAX_HEAD_LAG and \
                 _record_back(fd, size, lag, self._path) == EvidenceHead(head["seq"], head["hash"])
         if not consistent:
             raise EvidenceError(
@@ -292,7 +363,13 @@ class EvidenceChain:
         body = {"seq": head.seq, "hash": head.hash, "signer": signer.aid, "keySeq": signer.key_seq}
         signature = signer.sign(canonical_json(body), context=HEAD_CONTEXT)
         text = json.dumps(body | {"signature": b64u(signature)}) + "\n"
-        write_atomic(self._head_path, text.encode(), mode=0o644)
+        write_atomic(self._head_path, text.encode(), mode=0o644, locked=True)  # under flock
+        self._head = head
+
+
+def _log_failure(future: asyncio.Future[dict[str, Any]]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("event=evidence-failed error=%r", future.exception())
 
 
 def verify(path: Path, history: VerifiedHistory, *,

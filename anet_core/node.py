@@ -105,6 +105,7 @@ class Node:
         async with AsyncExitStack() as stack:
             store = await stack.enter_async_context(open_store(paths.database))
             evidence = EvidenceChain(paths.evidence_chain, identity)
+            stack.push_async_callback(evidence.close)
             metrics = NodeMetrics()
             metrics.follow_store(store)
             client: HubClient | None = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -15,8 +14,6 @@ from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, Task
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
 from anet_core.wire import TaskState, format_timestamp
-
-log = logging.getLogger(__name__)
 
 
 class TaskError(AnetError):
@@ -157,8 +154,7 @@ class Services:
             self.events.publish(task_id, events, terminal=terminal)
         for work in effects.background:
             self.start_background(work)
-        if effects.evidence:
-            outcomes = await self.evidence.record_all(effects.evidence)
-            for (kind, _), outcome in zip(effects.evidence, outcomes, strict=True):
-                if isinstance(outcome, Exception):
-                    log.error("event=evidence-failed kind=%s error=%r", kind, outcome)
+        for kind, data in effects.evidence:
+            # In order, behind every record queued before; appended in groups in a thread
+            # without holding up the task (docs/performance.md, "Durability").
+            self.evidence.record_later(kind, data)

@@ -99,7 +99,9 @@ class Outbox:
                     log.exception("event=outbox-failed then=retry")
             next_at = self._store.outbox_next_attempt()
             if self._held_until is not None:
-                next_at = min(next_at or self._held_until, self._held_until)
+                # A due entry is the held one (or behind it): wake when its hold ends.
+                due_now = next_at is None or next_at <= time.time()
+                next_at = self._held_until if due_now else min(next_at, self._held_until)
             delay = IDLE_CHECK_S if next_at is None else min(IDLE_CHECK_S,
                                                              max(0.0, next_at - time.time()))
             # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel that

@@ -8,20 +8,29 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644, locked: bool = False) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part.
 
     The temporary file is created with ``mode`` already set, so a secret is never readable by
-    others, not even for an instant.
+    others, not even for an instant. ``locked``: the caller holds a lock that keeps every
+    other writer of ``path`` out, so the temporary file can have a fixed name (no directory
+    already there to create, no random name to find: what a writer on the hot path saves).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if locked:
+        tmp = str(path.with_name(f".{path.name}.tmp"))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

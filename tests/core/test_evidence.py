@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from anet_core.evidence import (
     HEAD_FILE,
+    MAX_HEAD_LAG,
     EvidenceChain,
     EvidenceError,
     EvidenceHead,
@@ -359,3 +360,32 @@ def test_any_edit_of_the_lines_is_detected(owner: Identity, pristine: Path,
         path.write_bytes(b"".join(edited))
         report = verify(path, owner.verified_history)
     assert report.ok == (edited == original)
+
+
+async def test_records_from_the_loop_share_appends_and_a_lagging_head_continues(
+        path: Path, owner: Identity) -> None:
+    chain = EvidenceChain(path, owner)
+    chain.append("task.accepted", {"n": 0})  # the first record brings its head
+    outcomes = await chain.record_all([("task.accepted", {"n": n}) for n in range(1, 11)]
+                                      + [("Not A Kind", {})])
+    assert [record["seq"] for record in outcomes[:-1]] == list(range(1, 11))  # type: ignore
+    assert isinstance(outcomes[-1], ValueError)  # refused alone, the others appended
+    head = json.loads((path.parent / HEAD_FILE).read_text())
+    assert head["seq"] == 0  # the head waits for the writer to idle: a crash now leaves it here
+    assert verify(path, owner.verified_history).ok
+    restarted = EvidenceChain(path, owner)  # the node after that crash continues the chain
+    assert restarted.append("task.answered", {"n": 11})["seq"] == 11
+    await chain.close()
+    report = verify(path, owner.verified_history)
+    assert report.ok and report.records == 12 and report.last.seq == 11  # type: ignore
+
+
+def test_a_head_further_behind_than_a_crash_can_leave_it_is_refused(
+        path: Path, owner: Identity) -> None:
+    chain = fill(path, owner, 2)
+    old_head = (path.parent / HEAD_FILE).read_bytes()
+    for n in range(MAX_HEAD_LAG + 1):
+        chain.append("task.accepted", {"n": n})
+    (path.parent / HEAD_FILE).write_bytes(old_head)
+    with pytest.raises(EvidenceError, match="removed or rewritten"):
+        EvidenceChain(path, owner).append("task.accepted", {"n": -1})

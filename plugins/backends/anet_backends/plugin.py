@@ -60,7 +60,7 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
         if (warning := retry_warning(config.retry)) is not None:
             log.warning("event=backends-retry-too-long detail=%r", warning)
         service = Backends(config, installed_kinds(node.plugins),
-                           Backends.counting(Backends.evidence_recorder(node.evidence.submit),
+                           Backends.counting(Backends.evidence_recorder(node.evidence.record_later),
                                              node.metrics),
                            idle_timeout_s=node.config.node.no_response_after.total_seconds())
         node[SERVICE] = service

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -133,18 +132,13 @@ class Backends:
                 for match, (_, forwarder) in self._backends.items()}
 
     @staticmethod
-    def evidence_recorder(submit: Callable[[str, dict[str, Any]], asyncio.Future[Any]]
-                          ) -> Record:
-        """``submit`` is the chain's: the record takes its place in the chain at once, in
-        order, and is appended in a thread while the forward goes on (it does not wait for
-        the disk; an append that fails is logged)."""
-
-        def failed(future: asyncio.Future[Any]) -> None:
-            if not future.cancelled() and future.exception() is not None:
-                log.error("event=evidence-failed error=%r", future.exception())
+    def evidence_recorder(record_later: Callable[[str, dict[str, Any]], None]) -> Record:
+        """``record_later`` is the chain's: the record takes its place in the chain at once, in
+        order, and is appended in a thread while the forward goes on (it does not wait for the
+        disk; an append that fails is logged)."""
 
         async def record(kind: str, data: dict[str, Any]) -> None:
-            submit(kind, data).add_done_callback(failed)
+            record_later(kind, data)
 
         return record
 
