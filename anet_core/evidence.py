@@ -309,6 +309,8 @@ class EvidenceChain:
                 self._more.set()
                 await asyncio.shield(self._writer)
             await asyncio.to_thread(self.move_head)
+        except (OSError, EvidenceError) as error:  # the chain moved away or was damaged
+            log.error("event=evidence-head-failed error=%r", error)
         finally:
             self._closing = False
 

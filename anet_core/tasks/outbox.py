@@ -98,9 +98,10 @@ class Outbox:
                 except Exception:
                     log.exception("event=outbox-failed then=retry")
             next_at = self._store.outbox_next_attempt()
-            if self._held_until is not None:
+            now = time.time()
+            if self._held_until is not None and self._held_until > now:
                 # A due entry is the held one (or behind it): wake when its hold ends.
-                due_now = next_at is None or next_at <= time.time()
+                due_now = next_at is None or next_at <= now
                 next_at = self._held_until if due_now else min(next_at, self._held_until)
             delay = IDLE_CHECK_S if next_at is None else min(IDLE_CHECK_S,
                                                              max(0.0, next_at - time.time()))

@@ -13,7 +13,7 @@ import json
 import shutil
 import subprocess
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,8 +88,16 @@ class Provider:
         return json.loads((await anet(self.root, *args, "--json")).stdout)
 
     def evidence(self, kind: str) -> list[dict[str, Any]]:
-        lines = DataPaths(self.root).evidence_chain.read_text().splitlines()
+        chain = DataPaths(self.root).evidence_chain
+        lines = chain.read_text().splitlines() if chain.exists() else []
         return [record["data"] for record in map(json.loads, lines) if record["kind"] == kind]
+
+    async def recorded(self, kind: str, match: Callable[[dict[str, Any]], bool]
+                       ) -> list[dict[str, Any]]:
+        """The records of ``kind`` that ``match``, once there is one: the daemon appends its
+        records a moment after the change they describe (docs/performance.md)."""
+        return await eventually(lambda: [data for data in self.evidence(kind) if match(data)],
+                                f"B recorded {kind}")
 
 
 @dataclass
@@ -183,9 +191,9 @@ async def test_a_plain_reply_and_its_artifacts(net: Network) -> None:
     assert seen["contextId"] == task["contextId"]  # the requester's context is the backend's
     assert net.streaming.metadata[-1] == {"anet.peer_aid": net.a.aid, "anet.trusted": True}
     assert set(net.streaming.authorizations) == {f"Bearer {TOKEN}"}
-    forwarded = [data for data in net.b.evidence("backends.forwarded")
-                 if data["taskId"] == task["id"]]
-    assert forwarded and forwarded[0]["backend"] == "*" and forwarded[0]["peer"] == net.a.aid
+    forwarded = await net.b.recorded("backends.forwarded",
+                                     lambda data: data["taskId"] == task["id"])
+    assert forwarded[0]["backend"] == "*" and forwarded[0]["peer"] == net.a.aid
     assert forwarded[0]["backendTaskId"] == seen["taskId"]
 
     plain = await net.send(net.a, "hello")
@@ -260,10 +268,10 @@ async def test_a_follow_up_after_b_restarts_starts_a_new_backend_task_in_the_con
     assert again["messageId"] == answer["history"][-1]["messageId"]
     assert again["contextId"] == first["contextId"] == task["contextId"]
     assert again["taskId"] != first["taskId"]  # the mapping did not survive the restart
-    assert any(data["taskId"] == task["id"] and data["module"] == "backends"
-               for data in net.b.evidence("task.resumed"))
-    assert any(data["taskId"] == task["id"] and data["backendTaskId"] == again["taskId"]
-               for data in net.b.evidence("backends.forwarded"))
+    await net.b.recorded("task.resumed", lambda data: data["taskId"] == task["id"]
+                         and data["module"] == "backends")
+    await net.b.recorded("backends.forwarded", lambda data: data["taskId"] == task["id"]
+                         and data["backendTaskId"] == again["taskId"])
 
 
 async def test_under_the_open_policy_a_strangers_task_waits_in_the_inbox(net: Network) -> None:
