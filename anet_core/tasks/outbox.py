@@ -33,6 +33,11 @@ RETRY = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
 """Jittered, so many nodes do not return to a hub in step."""
 IDLE_CHECK_S = 1.0
 """Also wake this often: the hub may have come back without anyone queuing anything."""
+SEND_WINDOW = 32
+"""Envelopes handed to the hub at once. The hub answers a send once the recipient took the
+envelope (or stored it for an offline one), so one at a time would make every task wait for all
+before it; a task's own envelopes still leave one after the other (a cancel never overtakes the
+message it cancels, an update never the one before it)."""
 PROGRESS_HOLD_S = 0.02
 """How long a plain progress update (see :func:`_is_progress`) waits before it leaves, in
 case its task's end follows at once and says it all (:func:`_superseded`); the task's later
@@ -112,9 +117,9 @@ class Outbox:
                     await self._wake.wait()
 
     async def flush(self) -> None:
-        """Send due entries in order; stop at the first that must wait, keeping the order. A
-        progress update younger than :data:`PROGRESS_HOLD_S` waits, and its task's later
-        entries with it."""
+        """Send due entries, each task's in order, up to :data:`SEND_WINDOW` at once; a task's
+        entries stop at the first that must wait. A progress update younger than
+        :data:`PROGRESS_HOLD_S` waits, and its task's later entries with it."""
         now = time.time()
         due = self._store.outbox_due(now)
         superseded = {entry.seq for entry in _superseded(due)}
@@ -125,6 +130,7 @@ class Outbox:
             log.debug("event=updates-superseded count=%d", len(superseded))
         held: set[str] = set()
         self._held_until = None
+        by_task: dict[str, list[OutboxEntry]] = {}
         for entry in due:
             if entry.seq in superseded or entry.task_id in held:
                 continue
@@ -133,8 +139,20 @@ class Outbox:
                 until = entry.created_at + PROGRESS_HOLD_S
                 self._held_until = min(self._held_until or until, until)
                 continue
-            if not await self._send(entry):
-                return
+            by_task.setdefault(entry.task_id, []).append(entry)
+        window = asyncio.Semaphore(SEND_WINDOW)
+
+        async def in_order(entries: list[OutboxEntry]) -> None:
+            for entry in entries:
+                async with window:
+                    if not await self._send(entry):
+                        return  # the task's later entries wait behind this one
+
+        outcomes = await asyncio.gather(*(in_order(entries) for entries in by_task.values()),
+                                        return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                log.error("event=outbox-send-failed error=%r", outcome, exc_info=outcome)
 
     async def _send(self, entry: OutboxEntry) -> bool:
         hub = self._hub
