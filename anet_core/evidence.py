@@ -61,9 +61,6 @@ HEAD_EVERY_RECORDS = 32
 this many records, and whenever no record came for :data:`HEAD_IDLE_S`, and when the node
 stops; the head then lags the chain by at most this plus one append."""
 HEAD_IDLE_S = 0.5
-GATHER_S = 0.01
-"""How long an append from the event loop waits for more records to go with it: the records of
-one task come a few milliseconds apart, and one append for all of them costs one fsync."""
 MAX_HEAD_LAG = HEAD_EVERY_RECORDS + MAX_APPEND_RECORDS
 """How far behind the chain a crash may leave the head (see ``_current_tail``)."""
 
@@ -284,8 +281,6 @@ class EvidenceChain:
             self._writer = None
 
     async def _write_batch(self) -> None:
-        if len(self._waiting) < MAX_APPEND_RECORDS and not self._closing:
-            await asyncio.sleep(GATHER_S)
         batch = self._waiting[:MAX_APPEND_RECORDS]
         del self._waiting[:MAX_APPEND_RECORDS]
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, Task
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
 from anet_core.wire import TaskState, format_timestamp
+
+log = logging.getLogger(__name__)
 
 
 class TaskError(AnetError):
@@ -154,7 +157,9 @@ class Services:
             self.events.publish(task_id, events, terminal=terminal)
         for work in effects.background:
             self.start_background(work)
-        for kind, data in effects.evidence:
-            # In order, behind every record queued before; appended in groups in a thread
-            # without holding up the task (docs/performance.md, "Durability").
-            self.evidence.record_later(kind, data)
+        if effects.evidence:
+            # Appended in a thread, together with the records that wait at the same time.
+            outcomes = await self.evidence.record_all(effects.evidence)
+            for (kind, _), outcome in zip(effects.evidence, outcomes, strict=True):
+                if isinstance(outcome, Exception):
+                    log.error("event=evidence-failed kind=%s error=%r", kind, outcome)
