@@ -172,14 +172,17 @@ class EvidenceChain:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 last = self._current_tail(fd)
-                headless = last is None or not self._head_path.exists()
+                # A chain without a head may hold one record only (verify's no-head): a first
+                # record that a crash left headless gets its head before another follows, and
+                # a new chain's first record gets it at once, whatever ``head`` asks.
+                if last is not None and not self._head_path.exists():
+                    self._write_head(last)
+                headless = last is None
                 lines = bytearray()
                 for index, (kind, data) in enumerate(items):
                     if isinstance(outcomes[index], Exception):
                         continue
                     if lines and headless:
-                        # A chain without a head may hold one record only (verify's no-head):
-                        # the first record gets its head before the others follow.
                         self._sync_and_move_head(fd, lines, last, head=True)
                         lines, headless = bytearray(), False
                     record = self._make_record(kind, data, last)
@@ -193,7 +196,7 @@ class EvidenceChain:
                     outcomes[index] = record
                     last = EvidenceHead(record["seq"], record["hash"])
                 if lines:
-                    self._sync_and_move_head(fd, lines, last, head=head)
+                    self._sync_and_move_head(fd, lines, last, head=head or headless)
             finally:
                 os.close(fd)  # also releases the flock
         return outcomes

@@ -380,6 +380,28 @@ async def test_records_from_the_loop_share_appends_and_a_lagging_head_continues(
     assert report.ok and report.records == 12 and report.last.seq == 11  # type: ignore
 
 
+async def test_a_new_chains_first_record_from_the_loop_brings_its_head(
+        path: Path, owner: Identity) -> None:
+    """A crash right after a new chain's first appends from the loop (no idle, no stop) must
+    leave a chain that verifies: only one record may ever lack a head."""
+    chain = EvidenceChain(path, owner)
+    await chain.record_all([("task.accepted", {"n": 0})])
+    await chain.record_all([("task.accepted", {"n": n}) for n in range(1, 6)])
+    assert json.loads((path.parent / HEAD_FILE).read_text())["seq"] == 0
+    report = verify(path, owner.verified_history)  # the node is SIGKILLed here
+    assert report.ok and report.records == 6, report.issues
+
+
+def test_a_first_record_a_crash_left_headless_gets_its_head_before_the_next(
+        path: Path, owner: Identity) -> None:
+    EvidenceChain(path, owner).append("task.accepted", {"n": 0})
+    (path.parent / HEAD_FILE).unlink()  # the crash came between the fsync and the head
+    assert verify(path, owner.verified_history).ok
+    EvidenceChain(path, owner).append_all([("task.accepted", {"n": 1})], head=False)
+    assert json.loads((path.parent / HEAD_FILE).read_text())["seq"] >= 0
+    assert verify(path, owner.verified_history).ok
+
+
 def test_a_head_further_behind_than_a_crash_can_leave_it_is_refused(
         path: Path, owner: Identity) -> None:
     chain = fill(path, owner, 2)
