@@ -451,12 +451,15 @@ def anet_requester_answer(node: Node, turn: RequesterTurn) -> TurnHandler | None
 
     Called by the task layer for a message that continues a requester task in input-required
     (not for a repeated message, which is answered with the existing task, nor for one a
-    module sends itself), in hook order; stops at the first non-None result. ``turn.message``
-    and ``turn.metadata`` are the client's. The core awaits ``handler.run(turn)``, one turn per
-    task at a time: an answer that ``send``s forwards that message instead of the client's
-    (under the client's ``messageId``, so a repeat is still recognised); one that ``hold``s
-    sends nothing and the client gets the task, still waiting, with the reason. Module x402
-    signs a submitted payment here (docs/payments.md).
+    module sends itself), and for the first message of a new task (``turn.task`` is then the
+    task as it will be stored, submitted, nothing sent yet), in hook order; stops at the first
+    non-None result. ``turn.message`` and ``turn.metadata`` are the client's. The core awaits
+    ``handler.run(turn)``, one turn per task at a time: an answer that ``send``s forwards that
+    message instead of the client's (under the client's ``messageId``, so a repeat is still
+    recognised; not for a new task, whose first message is the client's); one that ``hold``s
+    sends nothing and the client gets the task, still waiting, with the reason — a new task
+    is rejected instead, with that reason and status message. Module x402 signs a submitted
+    payment here and refuses a client's own payload (docs/payments.md).
 
     Example::
 

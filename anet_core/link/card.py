@@ -21,6 +21,7 @@ from anet_core.identity import Identity, sign_document
 from anet_core.link.contract import HubError
 from anet_core.protocol.documents import CARD_TYPE
 from anet_core.protocol.frames import HubFrame
+from anet_core.protocol.tasks import ANY_SKILL
 
 if TYPE_CHECKING:
     from anet_core.config import NodeSection
@@ -44,7 +45,10 @@ class Charge(StrEnum):
 
 
 def charge_of(skills: Skills, priced: frozenset[str]) -> Charge:
-    """``free`` when none of ``skills`` is priced, ``paid`` when all are, else ``partial``."""
+    """``free`` when none of ``skills`` is priced, ``paid`` when all are (always, with a price
+    for :data:`ANY_SKILL`), else ``partial``."""
+    if ANY_SKILL in priced:
+        return Charge.PAID
     ids = {skill.get("id") for skill in skills}
     charged = ids & priced
     if not charged:

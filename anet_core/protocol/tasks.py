@@ -46,6 +46,9 @@ class Reason(StrEnum):
     PAYMENT_EXTENSION_NOT_ACTIVATED = "payment_extension_not_activated"
 
 
+ANY_SKILL = "*"
+"""Where a module keys something by skill id (a backend's ``match``, a price): every skill no
+other key names, and a task that names no skill."""
 METADATA_PREFIX = "anet."
 """Every A2A metadata key anet writes starts with it; a client's keys with it are replaced."""
 
@@ -86,6 +89,9 @@ class TaskMetadata(StrEnum):
     GATE_REQUEST = "anet.gate_request"
     """On a task a gate held (provider side): the request metadata of its first message, handed
     on with that message once the gate admits it."""
+    SKILL = "anet.skill"
+    """On a client's message that opens a task (the a2a module's local endpoint): the id of the
+    remote agent's skill the task is for (``TaskMessage.skill``)."""
     PEER_ERROR = "anet.peer_error"
     """On a task a direct peer's answer ended (the a2a module): the ``error`` and, for a
     JSON-RPC error, its ``code`` and A2A reason (``a2aReason``)."""

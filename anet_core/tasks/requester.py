@@ -98,6 +98,9 @@ class Requester:
         self._hooks = hooks
         self._run_effects = run_effects
         self._turns = TurnLocks()
+        self._questions_held: set[tuple[str, int]] = set()
+        """(task, stateSeq) of the agent's questions a module's waiting turn has not answered
+        yet: the client has not heard of them."""
 
     # --- the API the local A2A endpoint and the CLI use -------------------------------------
 
@@ -136,15 +139,33 @@ class Requester:
         await self._peer(aid)
         if continued is not None:
             return await self._answer(continued.id, message, metadata)
+        task_id, context_id = new_id(), context_id or new_id()
+        first = await self._first_turn(aid, task_id, context_id, message, metadata)
         # Everything from here to the commit is synchronous: a concurrent identical send either
         # finds this one's key or this one finds its key, never both sending.
-        if context_id and (earlier := self._repeat(aid, context_id, parsed.message_id)):
+        if earlier := self._repeat(aid, context_id, parsed.message_id):
             return earlier
-        effects = Effects(send=True)
+        effects = Effects(send=first.hold is None)
         with self._store.transaction(durable=False):
-            stored = self._create(aid, message, context_id or new_id(), skill, effects, metadata)
+            stored = self._create(aid, message, context_id, skill, effects, metadata,
+                                  task_id=task_id, refused=first)
         await self._run_effects(effects)
         return stored.task
+
+    async def _first_turn(self, aid: str, task_id: str, context_id: str,
+                          message: dict[str, Any],
+                          metadata: dict[str, Any] | None) -> TurnAnswer:
+        """The modules' answer turn on the first message of a new task: a hold rejects the
+        task here, before anything is sent (docs/payments.md, "Reasons")."""
+        task: dict[str, Any] = {"id": task_id, "contextId": context_id, "history": [
+            message | {"contextId": context_id, "taskId": task_id}]}
+        set_status(task, TaskState.TASK_STATE_SUBMITTED)
+        turn = RequesterTurn(task_id=task_id, context_id=context_id, peer_aid=aid, task=task,
+                             message=message, metadata=metadata,
+                             extensions=frozenset(str(uri)
+                                                  for uri in message.get("extensions", [])))
+        handler = self._hooks.requester_answer(turn)
+        return TurnAnswer() if handler is None else await _run_turn(handler, turn)
 
     async def send_own(self, task_id: str, message: dict[str, Any]) -> dict[str, Any]:
         """Send ``message`` (A2A Message wire JSON, role user), written by a module of this node
@@ -205,6 +226,7 @@ class Requester:
 
     def _events_later(self, stored: StoredTask, handler: TurnHandler,
                       events: list[dict[str, Any]] | None, effects: Effects) -> None:
+        self._questions_held.add((stored.id, stored.state_seq))
         effects.background.append(functools.partial(self.waiting_turn, stored.id,
                                                     stored.state_seq, handler, events))
 
@@ -213,6 +235,13 @@ class Requester:
         """The agent's question on ``task_id`` (at ``state_seq``) goes to the module's
         handler; its answer is carried out, then the question's ``events`` (held back until
         now) are published unless the task moved on."""
+        try:
+            await self._waiting_turn(task_id, state_seq, handler, events)
+        finally:
+            self._questions_held.discard((task_id, state_seq))
+
+    async def _waiting_turn(self, task_id: str, state_seq: int, handler: TurnHandler,
+                            events: list[dict[str, Any]] | None) -> None:
         async with self._turns.hold(task_id):
             stored = self._waiting_at(task_id, state_seq)
             if stored is None:
@@ -317,7 +346,13 @@ class Requester:
         """Events of the task: first the task as it is now, then its updates in order, ending
         after a terminal state. Taken in one step with the snapshot: nothing falls between."""
         stored = self._task_of(aid, task_id)
-        return self._events.subscribe(task_id, stored.task)
+        snapshot = stored.task
+        if (stored.id, stored.state_seq) in self._questions_held:
+            # The client hears the agent's question once the module's turn answered it (a
+            # quote paid at once is never shown as waiting): until then it is worked on.
+            snapshot = copy.deepcopy(snapshot)
+            set_status(snapshot, TaskState.TASK_STATE_WORKING)
+        return self._events.subscribe(task_id, snapshot)
 
     async def agent(self, aid: str) -> PeerInfo:
         """The checked directory entry of the remote agent ``aid``; refused (:class:`TaskError`)
@@ -560,19 +595,33 @@ class Requester:
     # --- helpers -----------------------------------------------------------------------------
 
     def _create(self, aid: str, message: dict[str, Any], context_id: str, skill: str | None,
-                effects: Effects, metadata: dict[str, Any] | None = None) -> StoredTask:
-        task_id = new_id()
+                effects: Effects, metadata: dict[str, Any] | None = None, *,
+                task_id: str | None = None, refused: TurnAnswer | None = None) -> StoredTask:
+        """A new task, its message queued for ``aid``; or, when a module's first turn held it
+        (``refused.hold``), rejected here with that reason and status, nothing queued."""
+        task_id = task_id or new_id()
         sent = message | {"contextId": context_id, "taskId": task_id}
         task: dict[str, Any] = {"id": task_id, "contextId": context_id, "history": [sent]}
-        set_status(task, TaskState.TASK_STATE_SUBMITTED)
+        state = TaskState.TASK_STATE_SUBMITTED
         set_meta(task, state_seq=0, effect=EffectStatus.NONE)
+        if refused is not None and refused.hold is not None:
+            state = TaskState.TASK_STATE_REJECTED
+            set_status(task, state, message=None if refused.status is None else refused.status | {
+                "role": "ROLE_AGENT", "contextId": context_id, "taskId": task_id})
+            set_meta(task, reason=refused.hold)
+            for kind, data in refused.evidence:
+                effects.record(kind, **data)
+        else:
+            set_status(task, state)
         now = time.time()
         stored = StoredTask(id=task_id, role=TaskRole.REQUESTER, peer_aid=aid,
-                            context_id=context_id, state=TaskState.TASK_STATE_SUBMITTED.value,
+                            context_id=context_id, state=state.value,
                             state_seq=0, skill=skill, task=task, receipt=None, served_by=None,
                             created_at=now, updated_at=now, last_heard_at=now)
         self._store.insert_task(stored)
         self._store.add_message(TaskRole.REQUESTER, aid, context_id, sent["messageId"], task_id)
+        if state is TaskState.TASK_STATE_REJECTED:
+            return stored
         self._store.enqueue(aid, wire_body(TaskMessage(task_id=task_id, context_id=context_id,
                                                        message=sent, skill=skill,
                                                        metadata=metadata or None)),

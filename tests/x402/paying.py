@@ -1,17 +1,18 @@
 """The requester side of payments, over the real chain: a hub process (its rail), the payer
 ``alice`` (all modules, its local A2A endpoint driven by the official a2a-sdk client) and the
-payee ``bob``, whose agent quotes, settles the payment it gets at the hub's rail and only then
-does the work (``QuotingAgent``, a module of the test).
+payee ``bob`` (all modules: module x402's own provider quotes, verifies and settles at the
+hub's rail; a worker module does the paid work once the payment verified).
 
-A text ``price=0.50 …`` sets the price; ``rails=2`` adds a second option at a rail of another
-hub (which alice cannot pay). Bob's agent prices the skill it offers on bob's network card, so
-the card says ``charge: paid`` and alice's proxy card declares the a2a-x402 extension."""
+Bob's prices are in his config.json (``modules.x402.prices``), one skill per tier; the client
+names the skill with the message metadata ``anet.skill``. The skill ``abroad`` also accepts the
+rail of a second real hub process (``modules.x402.rail_urls`` gives bob its URL), where alice
+holds no credit. Every skill is priced, so bob's card says ``charge: paid`` and alice's proxy
+card declares the a2a-x402 extension."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,85 +31,53 @@ from a2a.types import (
     TaskState,
 )
 from google.protobuf.json_format import MessageToDict
-from x402.schemas import PaymentPayload, PaymentRequirements
 
 from anet_a2a.state import StateDir
 from anet_core import hookimpl
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
-from anet_core.protocol.payments import parse_amount, rail_network
-from anet_core.records import InboundTask, SkillSource, TaskClaim
-from anet_x402.rail import RailClient
+from anet_core.records import InboundTask, TaskClaim
+from anet_x402.rail import RailClient, rail_url
 from anet_x402.signer_service import SIGNER
 from tests.support.messages import sdk_user_message
-from tests.support.nodes import plugins_with, prepare, running_node
+from tests.support.nodes import prepare, running_node
 from tests.support.processes import HubProcess, NodeDir, free_port
 
 X402 = "https://github.com/google-a2a/a2a-x402/v0.1"
 STATUS, REQUIRED, PAYLOAD = "x402.payment.status", "x402.payment.required", "x402.payment.payload"
 ACCEPT = "anet.payment.accept"
-OTHER_HUB = "b" * 32
-"""A hub alice holds no credit at (its rail is not hers to ask)."""
+SKILL = "anet.skill"
 TIERS = {"auto_max": {"USD": "0.10"}, "agent_max": {"USD": "1.00"},
          "agent_daily_max": {"USD": "1.20"}}
+PRICES = {"work": "0.05", "translate": "0.50", "review": "2.00", "abroad": "0.50"}
+"""Bob's skills and their prices: within alice's automatic tier, her agent tier, above both,
+and one at two rails (see :func:`bob_config`)."""
+
+
+def bob_config(other_hub: str, other_url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Bob's ``node`` section (his card's skills) and ``modules.x402`` (their prices)."""
+    node = {"name": "bob", "description": "bob's paid agent",
+            "skills": [{"id": skill, "name": skill.title(), "description": "", "tags": []}
+                       for skill in PRICES]}
+    prices: dict[str, Any] = {skill: {"amount": amount} for skill, amount in PRICES.items()}
+    prices["abroad"]["rails"] = ["home", other_hub]
+    return node, {"prices": prices, "rail_urls": {other_hub: other_url}}
 
 
 @dataclass
-class QuotingAgent:
-    """Bob's agent: quotes every task, settles the payment message it gets, then completes."""
+class Worker:
+    """Bob's work, once the provider admitted the task: answers every task it is given."""
 
-    hub_url: str
-    answers: list[dict[str, Any]] = field(default_factory=list)
-    settled: list[dict[str, Any]] = field(default_factory=list)
-    charges: bool = True
-
-    @hookimpl
-    def anet_card_skills(self, node: Node) -> list[SkillSource]:
-        async def read() -> list[dict[str, Any]]:
-            return [{"id": "work", "name": "Work", "description": "Paid work", "tags": []}]
-
-        prices = {"work": {"amount": "0.05", "asset": "USD"}} if self.charges else {}
-        return [SkillSource(module="quoting", read=read, prices=prices)]
+    served: list[dict[str, Any]] = field(default_factory=list)
 
     @hookimpl
     def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim:
         async def serve(task: InboundTask, responder: Any) -> None:
+            self.served.append(task.message)
             text = task.message["parts"][0].get("text", "")
-            requirements = await self.requirements(node, task, text)
-            required = {"x402Version": 2, "error": "Payment required",
-                        "resource": {"url": f"anet:{node.aid}#work"},
-                        "accepts": [r.model_dump(by_alias=True, exclude_none=True)
-                                    for r in requirements]}
-            await responder.input_required({"parts": [{"text": "Payment required"}],
-                                            "metadata": {STATUS: "payment-required",
-                                                         REQUIRED: required}})
-            answer = await responder.next_message()
-            self.answers.append(answer)
-            metadata = answer.get("metadata") or {}
-            payload = PaymentPayload.model_validate(metadata[PAYLOAD])
-            chosen = next(r for r in requirements if r.network == payload.accepted.network)
-            async with RailClient(self.hub_url) as rail:
-                settled = await rail.settle(payload, chosen)
-            self.settled.append(settled.model_dump(by_alias=True, exclude_none=True))
-            if not settled.success:
-                await responder.fail(f"settlement failed: {settled.error_reason}")
-                return
             await responder.complete(artifacts=[f"paid work: {text}"])
 
-        return TaskClaim(module="quoting", serve=serve)
-
-    async def requirements(self, node: Node, task: InboundTask,
-                           text: str) -> list[PaymentRequirements]:
-        price = re.search(r"price=([0-9.]+)", text)
-        amount = parse_amount(price.group(1) if price else "0.05", "USD")
-        async with RailClient(self.hub_url) as rail:
-            hub = await rail.hub_aid()
-        hubs = [hub] + ([OTHER_HUB] if "rails=2" in text else [])
-        return [PaymentRequirements(scheme="exact", network=rail_network(aid), asset="USD",
-                                    amount=str(amount), pay_to=node.aid,
-                                    max_timeout_seconds=600,
-                                    extra={"task": task.task_id, "hubUrl": self.hub_url})
-                for aid in hubs]
+        return TaskClaim(module="worker", serve=serve)
 
 
 @dataclass
@@ -116,7 +85,7 @@ class Chain:
     hub: HubProcess
     alice: Node
     bob: Node
-    agent: QuotingAgent
+    worker: Worker
     root: Path
 
     @property
@@ -149,28 +118,44 @@ class Chain:
             return [dict(zip(("task", "tier", "amount", "nonce"), row, strict=True))
                     for row in rows]
 
+    def payments_at_bob(self, task_id: str) -> list[dict[str, Any]]:
+        """The payment messages bob received on the task (his own record of it)."""
+        received = self.bob.tasks.received(task_id) or {}
+        return [message for message in received.get("history", [])
+                if message.get("role") == "ROLE_USER"
+                and (message.get("metadata") or {}).get(STATUS) == "payment-submitted"]
+
+    def settled_at_bob(self) -> list[str]:
+        """The tasks bob's payment book holds as settled."""
+        path = self.bob.paths.module_dir("x402") / "payments.sqlite"
+        with sqlite3.connect(path) as db:
+            return [row[0] for row in db.execute(
+                "SELECT task_id FROM payments WHERE status = 'settled'")]
+
     def evidence_kinds(self) -> list[str]:
         lines = (self.alice.paths.root / "evidence" / "chain.jsonl").read_text().splitlines()
         return [json.loads(line)["kind"] for line in lines]
 
 
-async def charging(bob: Node, agent: QuotingAgent, charges: bool) -> None:
-    """Bob's agent prices its skill, or not; bob's card is published again."""
-    agent.charges = charges
-    await bob.hub.refresh_card()
-
-
 @asynccontextmanager
 async def paying_chain(root: Path, tiers: dict[str, Any] | None = None) -> AsyncIterator[Chain]:
     hub = HubProcess(root / "hub", free_port()).start()
+    other = HubProcess(root / "other-hub", free_port()).start()
     try:
-        agent = QuotingAgent(hub_url=hub.url)
+        async with RailClient(other.url) as rail:
+            other_aid = await rail.hub_aid()
+        node, x402 = bob_config(other_aid, rail_url(other.url))
+        prepare(root / "bob", node=node, modules={"x402": x402})
         prepare(root / "alice", modules={"x402": TIERS if tiers is None else tiers})
-        async with running_node(root / "bob", plugins_with(agent), hub_url=hub.url) as bob:
+        worker = Worker()
+        plugins = make_plugins()
+        plugins.pm.register(worker, name="worker")
+        async with running_node(root / "bob", plugins, hub_url=hub.url) as bob:
             async with running_node(root / "alice", make_plugins(), hub_url=hub.url) as alice:
                 bob.tasks.trust(alice.aid)
-                yield Chain(hub=hub, alice=alice, bob=bob, agent=agent, root=root)
+                yield Chain(hub=hub, alice=alice, bob=bob, worker=worker, root=root)
     finally:
+        other.stop()
         hub.stop()
 
 
@@ -211,10 +196,8 @@ def status_metadata(task: Task) -> dict[str, Any]:
     return MessageToDict(task.status.message.metadata)
 
 
-def user(text: str, **fields: Any) -> Message:
+def user(text: str, skill: str | None = None, **fields: Any) -> Message:
+    """A client's message; ``skill`` names bob's skill (``anet.skill``) for a new task."""
+    if skill is not None:
+        fields["metadata"] = {SKILL: skill} | fields.get("metadata", {})
     return sdk_user_message(text, **fields)
-
-
-async def settle_down(chain: Chain) -> None:
-    """Let the chain finish what is in flight before the ledger is read."""
-    await asyncio.sleep(0.2)

@@ -159,7 +159,7 @@ class Endpoint:
         if isinstance(target, DirectAgent):
             peers = self.node[DIRECT_PEERS]
             return peers.port(target)
-        return AgentTasks(target, self.node.tasks)
+        return AgentTasks(target, self.node.tasks, self.peer)
 
     async def operations(self, request: web.Request) -> AgentOperations:
         target = await self.target(request)

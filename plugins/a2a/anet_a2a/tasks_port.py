@@ -10,12 +10,21 @@ reason); clients speak A2A, so each refusal reaches the client as the A2A error 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from anet_a2a.replies import no_such_agent
-from anet_core.api import AidError, AnetError, TaskError, TaskLayer, TaskMetadata, TaskSubscription
+from anet_core.api import (
+    AidError,
+    AnetError,
+    PeerInfo,
+    TaskError,
+    TaskLayer,
+    TaskMetadata,
+    TaskSubscription,
+    Verification,
+)
 from anet_core.wire import A2AError, A2AErrorKind
 
 T = TypeVar("T")
@@ -60,12 +69,37 @@ def a2a_error(aid: str, error: AnetError) -> A2AError:
     return A2AError(kind, message, details={TaskMetadata.REASON: error.reason})
 
 
+def chosen_skill(message: dict[str, Any], peer: PeerInfo) -> str | None:
+    """The skill of the agent a new task is for (docs/a2a.md, "Choosing a skill"): the
+    message's ``anet.skill`` metadata, checked against the skills of the agent's card when this
+    node verified the card; else the card's only skill; else none."""
+    card = peer.card if peer.verification is Verification.VERIFIED and peer.card else {}
+    skills = [str(skill["id"]) for skill in card.get("skills") or []
+              if isinstance(skill, dict) and skill.get("id")]
+    named = (message.get("metadata") or {}).get(TaskMetadata.SKILL)
+    if named is None:
+        return skills[0] if len(skills) == 1 else None
+    listed = ", ".join(skills) or "none"
+    if not isinstance(named, str) or not named:
+        raise A2AError(A2AErrorKind.INVALID_PARAMS,
+                       f"{TaskMetadata.SKILL} is {named!r}: give the id of one of the agent's "
+                       f"skills as a string (its card lists: {listed})",
+                       details={TaskMetadata.REASON: "unknown-skill"})
+    if card and named not in skills:
+        raise A2AError(A2AErrorKind.INVALID_PARAMS,
+                       f"the agent {peer.aid} has no skill {named!r}; its card lists: {listed}",
+                       details={TaskMetadata.REASON: "unknown-skill"})
+    return named
+
+
 @dataclass(frozen=True)
 class AgentTasks:
-    """The tasks of one remote agent: every call carries its AID."""
+    """The tasks of one remote agent: every call carries its AID. ``peer`` describes the agent
+    (its verified card names the skills a new task may ask for)."""
 
     aid: str
     layer: TaskLayer
+    peer: Callable[[str], Awaitable[PeerInfo]]
 
     def _call(self, call: Callable[[], T]) -> T:
         try:
@@ -75,8 +109,9 @@ class AgentTasks:
 
     async def send(self, message: dict[str, Any],
                    metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        skill = None if message.get("taskId") else chosen_skill(message, await self.peer(self.aid))
         try:
-            return await self.layer.send(self.aid, message, metadata=metadata)
+            return await self.layer.send(self.aid, message, skill=skill, metadata=metadata)
         except REFUSALS as error:
             raise a2a_error(self.aid, error) from None
 

@@ -43,7 +43,11 @@ class X402Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     prices: dict[str, Price] = Field(default_factory=dict,
-                                     description="skill id → its price")
+                                     description='skill id (or "*": every other) → its price')
+    rail_urls: dict[str, str] = Field(
+        default_factory=dict,
+        description="hub AID → the http(s) base URL of its rail, for the rails of hubs other "
+                    "than the home hub that prices name")
     auto_max: Tier = Field(default_factory=dict,
                            description="paid by the node without asking, per payment")
     agent_max: Tier = Field(default_factory=dict,
@@ -57,6 +61,15 @@ class X402Config(BaseModel):
         for asset, amount in tier.items():
             parse_amount(amount, asset)
         return tier
+
+    @field_validator("rail_urls")
+    @classmethod
+    def _rail_urls(cls, urls: dict[str, str]) -> dict[str, str]:
+        for aid, url in urls.items():
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"rail_urls.{aid} is {url!r}: give the hub's http(s) base "
+                                 "URL, such as http://hub.example:8765")
+        return urls
 
     def limit(self, tier: Tier, asset: str) -> int:
         """The tier's limit for ``asset`` in its smallest unit; 0 when the tier omits it."""

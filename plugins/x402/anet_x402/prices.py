@@ -18,6 +18,7 @@ from x402.schemas import PaymentRequired, PaymentRequirements, ResourceInfo
 
 from anet_core.api import DataPaths
 from anet_core.protocol.payments import RAIL_SCHEME, format_amount, rail_network
+from anet_core.protocol.tasks import ANY_SKILL
 from anet_x402.config import HOME_RAIL, Price
 from anet_x402.rail import RailError, rail_url
 
@@ -39,6 +40,12 @@ class Rail:
         return rail_network(self.hub_aid)
 
 
+def price_of(prices: dict[str, Price], skill: str | None) -> Price | None:
+    """The price of a task for ``skill``: its own, else the price under ``"*"`` (every task no
+    other price names, a task without a skill too), else none."""
+    return prices.get(skill or "") or prices.get(ANY_SKILL)
+
+
 def home_rail(paths: DataPaths) -> Rail | None:
     """The home hub's rail, from the pin of the hub the node last registered at; None before
     the first registration."""
@@ -49,13 +56,20 @@ def home_rail(paths: DataPaths) -> Rail | None:
         return None
 
 
-def reachable_rails(price: Price, home: Rail | None) -> list[Rail]:
-    """The rails of ``price`` this node can settle at: the home hub's (``home`` or its AID).
-    Another hub's rail needs its URL, which this node does not know: it is left out."""
-    if home is None:
-        return []
-    wanted = {home.hub_aid if rail == HOME_RAIL else rail for rail in price.rails}
-    return [home] if home.hub_aid in wanted else []
+def reachable_rails(price: Price, home: Rail | None,
+                    others: dict[str, str] | None = None) -> list[Rail]:
+    """The rails of ``price`` this node can settle at: the home hub's (``home`` or its AID),
+    then each other hub whose rail URL ``others`` (``modules.x402.rail_urls``) gives. A hub
+    whose URL this node does not know is left out."""
+    others = others or {}
+    rails: list[Rail] = []
+    for name in dict.fromkeys(price.rails):
+        if name == HOME_RAIL or (home is not None and name == home.hub_aid):
+            if home is not None and home not in rails:
+                rails.append(home)
+        elif name in others:
+            rails.append(Rail(hub_aid=name, http_url=others[name].rstrip("/")))
+    return rails
 
 
 def requirements(price: Price, rail: Rail, *, payee: str, task_id: str) -> PaymentRequirements:

@@ -49,6 +49,7 @@ from anet_core.api import (
     verify_history,
 )
 from anet_core.protocol.payments import PaymentError, verify_settlement
+from anet_core.protocol.tasks import ANY_SKILL
 from anet_x402.config import X402Config
 from anet_x402.extension import (
     PAYMENT_ERROR,
@@ -58,7 +59,7 @@ from anet_x402.extension import (
     PAYMENT_STATUS,
     PaymentState,
 )
-from anet_x402.prices import Rail, dumped, home_rail, quote, reachable_rails
+from anet_x402.prices import Rail, dumped, home_rail, price_of, quote, reachable_rails
 from anet_x402.quotes import Payment, PaymentBook, PaymentStatus
 from anet_x402.rail import RailClient, RailError
 
@@ -96,7 +97,7 @@ class PaymentDesk:
         if not is_aid(task.peer_aid):
             return None  # a local caller of this node's own surface pays nobody
         if not task.continued:
-            price = self.config.prices.get(task.skill or "")
+            price = price_of(self.config.prices, task.skill)
             return None if price is None else TaskGate(MODULE, verdict=self._quote(
                 task, "Payment is required for this skill."))
         offered = quoted(task.question)
@@ -126,13 +127,18 @@ class PaymentDesk:
         """The task waits for a payment; ``offered`` (the quote it already has) stands, else a
         new quote at the configured price."""
         if offered is None:
-            price = self.config.prices[task.skill or ""]
-            rails = reachable_rails(price, home_rail(self._node.paths))
+            price = price_of(self.config.prices, task.skill)
+            if price is None:
+                return self._failed(task, "not_priced",
+                                    f"The skill {task.skill or ANY_SKILL} has no price here any "
+                                    "more; send the task again.")
+            rails = reachable_rails(price, home_rail(self._node.paths),
+                                    self.config.rail_urls)
             if not rails:
                 return self._failed(task, "rail_unreachable",
                                     f"The skill {task.skill} is priced, but this agent can reach "
                                     "none of its rails now; try again later.")
-            offered = quote(task.skill or "", price, rails, payee=self._node.aid,
+            offered = quote(task.skill or ANY_SKILL, price, rails, payee=self._node.aid,
                             task_id=task.task_id, error=error)
         else:
             offered = offered.model_copy(update={"error": error})
@@ -160,7 +166,7 @@ class PaymentDesk:
         rail = self._rail(option.network)
         requirements = dumped(option)
         if rail is None:  # the node joined another hub since it quoted
-            if (task.skill or "") in self.config.prices:
+            if price_of(self.config.prices, task.skill) is not None:
                 return self._quote(task, f"The rail {option.network} cannot be reached now; "
                                          "here is a new quote.")
             return self._failed(task, "invalid_network", f"This agent cannot settle at "
@@ -198,7 +204,11 @@ class PaymentDesk:
 
     def _rail(self, network: str) -> Rail | None:
         home = home_rail(self._node.paths)
-        return home if home is not None and home.network == network else None
+        if home is not None and home.network == network:
+            return home
+        return next((Rail(hub_aid=aid, http_url=url.rstrip("/"))
+                     for aid, url in self.config.rail_urls.items()
+                     if Rail(hub_aid=aid, http_url=url).network == network), None)
 
     # --- the end of the work: settle ------------------------------------------------------------
 

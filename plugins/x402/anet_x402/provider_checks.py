@@ -28,14 +28,15 @@ async def supported_assets(rail: Rail) -> set[str] | str:
 
 
 async def prices_reachable(ctx: CheckContext) -> CheckResult:
-    prices = ctx.config.module(MODULE, X402Config).prices
+    config = ctx.config.module(MODULE, X402Config)
+    prices = config.prices
     if not prices:
         return CheckResult(CheckStatus.OK, "no skill is priced: this node charges nothing")
     home = home_rail(ctx.paths)
     problems: list[str] = []
     asked: dict[Rail, set[str] | str] = {}
     for skill, price in sorted(prices.items()):
-        rails = reachable_rails(price, home)
+        rails = reachable_rails(price, home, config.rail_urls)
         if not rails:
             named = ", ".join(price.rails)
             problems.append(f"{skill}: no rail this node can reach among {named}"

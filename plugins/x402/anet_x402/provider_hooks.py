@@ -17,7 +17,7 @@ from anet_core.api import (
     SkillSource,
     TaskGate,
 )
-from anet_x402.config import X402Config
+from anet_x402.config import Price, X402Config
 from anet_x402.prices import home_rail, reachable_rails
 from anet_x402.provider import MODULE, PaymentDesk, payments_path
 from anet_x402.quotes import PaymentBook
@@ -63,7 +63,8 @@ async def payee(node: Node) -> AsyncIterator[None]:
 
 
 def priced_skills(node: Node) -> list[SkillSource]:
-    prices = node.config.module(MODULE, X402Config).prices
+    config = node.config.module(MODULE, X402Config)
+    prices = config.prices
     if not prices:
         return []
     home = home_rail(node.paths)
@@ -71,9 +72,11 @@ def priced_skills(node: Node) -> list[SkillSource]:
     async def read() -> list[dict[str, object]]:
         return []  # the skills themselves are the node's and its backends'; only their prices
 
+    def networks(price: Price) -> list[str]:
+        return [rail.network for rail in reachable_rails(price, home, config.rail_urls)]
+
     return [SkillSource(module=MODULE, read=read, prices={
-        skill: {"amount": price.amount, "asset": price.asset,
-                "networks": [rail.network for rail in reachable_rails(price, home)]}
+        skill: {"amount": price.amount, "asset": price.asset, "networks": networks(price)}
         for skill, price in prices.items()})]
 
 

@@ -240,7 +240,10 @@ class Signer:
                               PaymentState.FAILED,
                               "This node is the payer and signs payments itself: send "
                               "payment-submitted without x402.payment.payload, with the option "
-                              f"in {ACCEPT_KEY}.")
+                              f"in {ACCEPT_KEY}." if quote is not None else
+                              "This node is the payer and signs payments itself: send the "
+                              "task without x402.payment.payload; the agent's quote comes "
+                              "back and the node pays it within its tiers. Nothing was sent.")
         try:
             option = self._chosen(quote, metadata.get(ACCEPT_KEY), turn)
         except ReasonError as refused:
