@@ -43,6 +43,8 @@ class FakeHub:
     seen: list[dict[str, Any]] = field(default_factory=list)
     up: bool = True
     refuse: str | None = None
+    cards: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """AID → the network card the directory gives for it (verified); none when absent."""
     _pumps: dict[str, asyncio.Event] = field(default_factory=dict)
 
     def link(self, identity: Identity) -> FakeLink:
@@ -66,7 +68,7 @@ class FakeHub:
         if identity is None:
             raise HubError("unknown-agent", f"no agent {aid}")
         return FakePeer(aid=aid, verification=Verification.VERIFIED, key_state=KeyState.FRESH,
-                        encryption_key=identity.encryption_public_key,
+                        card=self.cards.get(aid), encryption_key=identity.encryption_public_key,
                         key_seq=identity.key_seq, history=identity.verified_history)
 
     def accept(self, envelope: dict[str, Any]) -> None:

@@ -63,7 +63,8 @@ class Pair:
     def status_metadata(self, task_id: str) -> dict[str, Any]:
         return dict(self.task(task_id)["status"].get("message", {}).get("metadata", {}))
 
-    async def ask(self, text: str = "summarize this", skill: str = SKILL) -> dict[str, Any]:
+    async def ask(self, text: str = "summarize this",
+                  skill: str | None = SKILL) -> dict[str, Any]:
         task = await self.alice.tasks.send(self.bob.aid, user_message(text, new_id()),
                                            skill=skill)
         await eventually(lambda: self.task(task["id"])["metadata"]["anet.state_seq"] >= 1,

@@ -54,16 +54,6 @@ PRICES = {"work": "0.05", "translate": "0.50", "review": "2.00", "abroad": "0.50
 and one at two rails (see :func:`bob_config`)."""
 
 
-def bob_config(other_hub: str, other_url: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Bob's ``node`` section (his card's skills) and ``modules.x402`` (their prices)."""
-    node = {"name": "bob", "description": "bob's paid agent",
-            "skills": [{"id": skill, "name": skill.title(), "description": "", "tags": []}
-                       for skill in PRICES]}
-    prices: dict[str, Any] = {skill: {"amount": amount} for skill, amount in PRICES.items()}
-    prices["abroad"]["rails"] = ["home", other_hub]
-    return node, {"prices": prices, "rail_urls": {other_hub: other_url}}
-
-
 @dataclass
 class Worker:
     """Bob's work, once the provider admitted the task: answers every task it is given."""
@@ -78,6 +68,35 @@ class Worker:
             await responder.complete(artifacts=[f"paid work: {text}"])
 
         return TaskClaim(module="worker", serve=serve)
+
+
+def bob_config(other: tuple[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Bob's ``node`` section (his card's skills) and ``modules.x402`` (their prices);
+    ``other`` (a hub's AID and rail URL) is the second rail of the skill ``abroad``."""
+    node = {"name": "bob", "description": "bob's paid agent",
+            "skills": [{"id": skill, "name": skill.title(), "description": "", "tags": []}
+                       for skill in PRICES]}
+    prices: dict[str, Any] = {skill: {"amount": amount} for skill, amount in PRICES.items()}
+    if other is None:
+        return node, {"prices": prices}
+    other_hub, other_url = other
+    prices["abroad"]["rails"] = ["home", other_hub]
+    return node, {"prices": prices, "rail_urls": {other_hub: other_url}}
+
+
+def payments_at(bob: Node, task_id: str) -> list[dict[str, Any]]:
+    """The payment messages bob received on the task (his own record of it)."""
+    received = bob.tasks.received(task_id) or {}
+    return [message for message in received.get("history", [])
+            if message.get("role") == "ROLE_USER"
+            and (message.get("metadata") or {}).get(STATUS) == "payment-submitted"]
+
+
+def bob_plugins(worker: Worker) -> Any:
+    """Every module, and the worker that does bob's paid work."""
+    plugins = make_plugins()
+    plugins.pm.register(worker, name="worker")
+    return plugins
 
 
 @dataclass
@@ -119,11 +138,7 @@ class Chain:
                     for row in rows]
 
     def payments_at_bob(self, task_id: str) -> list[dict[str, Any]]:
-        """The payment messages bob received on the task (his own record of it)."""
-        received = self.bob.tasks.received(task_id) or {}
-        return [message for message in received.get("history", [])
-                if message.get("role") == "ROLE_USER"
-                and (message.get("metadata") or {}).get(STATUS) == "payment-submitted"]
+        return payments_at(self.bob, task_id)
 
     def settled_at_bob(self) -> list[str]:
         """The tasks bob's payment book holds as settled."""
@@ -144,13 +159,11 @@ async def paying_chain(root: Path, tiers: dict[str, Any] | None = None) -> Async
     try:
         async with RailClient(other.url) as rail:
             other_aid = await rail.hub_aid()
-        node, x402 = bob_config(other_aid, rail_url(other.url))
+        node, x402 = bob_config((other_aid, rail_url(other.url)))
         prepare(root / "bob", node=node, modules={"x402": x402})
         prepare(root / "alice", modules={"x402": TIERS if tiers is None else tiers})
         worker = Worker()
-        plugins = make_plugins()
-        plugins.pm.register(worker, name="worker")
-        async with running_node(root / "bob", plugins, hub_url=hub.url) as bob:
+        async with running_node(root / "bob", bob_plugins(worker), hub_url=hub.url) as bob:
             async with running_node(root / "alice", make_plugins(), hub_url=hub.url) as alice:
                 bob.tasks.trust(alice.aid)
                 yield Chain(hub=hub, alice=alice, bob=bob, worker=worker, root=root)

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from a2a.types import TaskState
+from a2a.utils.errors import InvalidParamsError
 
 from anet_core.evidence import verify
 from tests.support.nodes import running_node
@@ -264,3 +265,12 @@ async def test_the_proxy_card_declares_a2a_x402_only_while_the_node_can_pay(
         await chain.credit("1.00")
         assert X402 not in await declared(chain)  # no tier: the node pays nothing itself
     assert_ledger_conserved(tmp_path / "untiered" / "hub")
+
+
+async def test_a_skill_bobs_card_does_not_list_is_a_clear_error(chain: Chain) -> None:
+    async with sdk_client(chain, extension=True) as client:
+        with pytest.raises(InvalidParamsError) as refused:
+            await send(client, user("x", "paint"))
+    assert "'paint'" in str(refused.value)
+    assert "work, translate, review, abroad" in str(refused.value)
+    assert chain.authorizations() == [] and chain.worker.served == []

@@ -1,7 +1,8 @@
 """The payer's daemon restarted and killed: the day's spend survives a restart, and a SIGKILL
 after the node signed a payment but before the task layer sent it ends with that same
 authorization re-sent, never a second one. Alice is a real daemon process here (``anet up``),
-bob's node quotes in this process (tests/x402/paying.py), the hub is a real process."""
+bob's node (module x402's provider, prices in his config.json) runs in this process
+(tests/x402/paying.py), the hub is a real process."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.types import TaskState
 
 from anet_a2a.state import StateDir
+from anet_core.node import Node
 from anet_core.settings import Settings
-from tests.support.nodes import plugins_with, running_node
+from tests.support.nodes import prepare, running_node
 from tests.support.payments import assert_ledger_conserved, ledger_totals
 from tests.support.processes import HubProcess, NodeDir, free_port
 from tests.support.waiting import eventually
@@ -31,8 +33,11 @@ from tests.x402.paying import (
     STATUS,
     TIERS,
     X402,
-    QuotingAgent,
+    Worker,
+    bob_config,
+    bob_plugins,
     metadata_of,
+    payments_at,
     send,
     user,
 )
@@ -44,8 +49,12 @@ pytestmark = pytest.mark.timeout(180)
 class DaemonChain:
     hub: HubProcess
     alice: NodeDir
-    agent: QuotingAgent
-    bob_aid: str
+    bob: Node
+    worker: Worker
+
+    @property
+    def bob_aid(self) -> str:
+        return self.bob.aid
 
     @property
     def state(self) -> StateDir:
@@ -77,8 +86,10 @@ async def daemon_chain(root: Path, tiers: dict[str, Any]) -> AsyncIterator[Daemo
     hub = HubProcess(root / "hub", free_port()).start()
     alice = NodeDir(root / "alice")
     try:
-        agent = QuotingAgent(hub_url=hub.url)
-        async with running_node(root / "bob", plugins_with(agent), hub_url=hub.url) as bob:
+        node, x402 = bob_config()
+        prepare(root / "bob", node=node, modules={"x402": x402})
+        worker = Worker()
+        async with running_node(root / "bob", bob_plugins(worker), hub_url=hub.url) as bob:
             await asyncio.to_thread(alice.run, "init")
             alice.configure(x402=tiers)
             await asyncio.to_thread(alice.run, "join", hub.url)
@@ -88,7 +99,7 @@ async def daemon_chain(root: Path, tiers: dict[str, Any]) -> AsyncIterator[Daemo
             bob.tasks.trust(aid)
             await asyncio.to_thread(alice.run, "hub", "credit", aid, "5.00", "--data",
                                     str(hub.data))
-            yield DaemonChain(hub=hub, alice=alice, agent=agent, bob_aid=bob.aid)
+            yield DaemonChain(hub=hub, alice=alice, bob=bob, worker=worker)
     finally:
         alice.stop()
         hub.stop()
@@ -116,9 +127,9 @@ async def declared(chain: DaemonChain) -> None:
     await eventually(card, "alice's proxy card declares a2a-x402")
 
 
-async def quote_and_pay(chain: DaemonChain, text: str) -> Any:
+async def quote_and_pay(chain: DaemonChain, text: str, skill: str) -> Any:
     async with client(chain) as sdk:
-        task = await send(sdk, user(text))
+        task = await send(sdk, user(text, skill))
         assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert "anet.reason" not in metadata_of(task)
         await send(sdk, user("paying", task_id=task.id, context_id=task.context_id,
@@ -127,24 +138,25 @@ async def quote_and_pay(chain: DaemonChain, text: str) -> Any:
 
 
 async def test_the_days_spend_survives_a_restart(tmp_path: Path) -> None:
-    async with daemon_chain(tmp_path, TIERS) as chain:  # agent_daily_max 1.20 USD
+    tiers = {**TIERS, "agent_daily_max": {"USD": "0.90"}}
+    async with daemon_chain(tmp_path, tiers) as chain:
         await declared(chain)
-        first = await quote_and_pay(chain, "price=0.80 one")
+        first = await quote_and_pay(chain, "one", "translate")  # 0.50 USD
         await eventually(lambda: chain.task(first.id)["status"]["state"]
                          == "TASK_STATE_COMPLETED", "the first task paid and done")
         await asyncio.to_thread(chain.alice.run, "stop")
         await asyncio.to_thread(chain.restart)
         await declared(chain)
         async with client(chain) as sdk:
-            second = await send(sdk, user("price=0.80 two"))
-        # 0.80 + 0.80 is above the day's 1.20: the operator's turn.
+            second = await send(sdk, user("two", "translate"))
+        # 0.50 + 0.50 is above the day's 0.90: the operator's turn.
         assert second.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert metadata_of(second)["anet.reason"] == "needs_operator_approval"
         assert [task for task, _ in chain.authorizations()] == [first.id]
         doctor = json.loads(chain.alice.run("doctor", "--json", check=False).stdout)
         tiers, = (check for check in doctor["checks"] if check["name"] == "x402-tiers")
-        assert "today 0.80 of 1.20" in tiers["summary"], tiers
-    assert [entry.amount for entry in ledger_totals(tmp_path / "hub").transfers] == [80]
+        assert "today 0.50 of 0.90" in tiers["summary"], tiers
+    assert [entry.amount for entry in ledger_totals(tmp_path / "hub").transfers] == [50]
 
 
 @contextmanager
@@ -165,7 +177,7 @@ async def test_killed_after_signing_the_same_authorization_is_sent(tmp_path: Pat
     async with daemon_chain(tmp_path, tiers) as chain:
         await declared(chain)
         async with client(chain) as sdk:
-            task = await send(sdk, user("price=0.50 crash"))
+            task = await send(sdk, user("crash", "translate"))
             assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             pid = chain.alice.status()["pid"]
             with store_locked(chain.alice.root):
@@ -176,13 +188,14 @@ async def test_killed_after_signing_the_same_authorization_is_sent(tmp_path: Pat
                 os.kill(pid, signal.SIGKILL)  # signed, the message not stored, nothing sent
             with pytest.raises(Exception):  # noqa: B017 - the daemon died under the call
                 await paying
-        assert chain.agent.answers == []
+        assert payments_at(chain.bob, task.id) == []
         await asyncio.to_thread(chain.restart)
-        await eventually(lambda: chain.agent.answers, "bob got the payment")
+        await eventually(lambda: payments_at(chain.bob, task.id), "bob got the payment")
         await eventually(lambda: chain.task(task.id)["status"]["state"]
                          == "TASK_STATE_COMPLETED", "the task paid and done")
-        sent = chain.agent.answers[0]["metadata"]["x402.payment.payload"]
+        [answer] = payments_at(chain.bob, task.id)
+        sent = answer["metadata"]["x402.payment.payload"]
         assert sent["payload"]["authorization"]["nonce"] == signed[0][1]
         assert chain.authorizations() == signed
-        assert len(chain.agent.answers) == 1
+        assert [message["parts"] for message in chain.worker.served] == [[{"text": "crash"}]]
     assert [entry.amount for entry in ledger_totals(tmp_path / "hub").transfers] == [50]

@@ -100,3 +100,23 @@ async def test_a_declined_payment_ends_the_task(tmp_path: Path, hub: RunningHub)
         await eventually(lambda: pair.state(task["id"]) == FAILED, "the task ended")
         assert pair.status_metadata(task["id"])["x402.payment.error"] == "payment_rejected"
         assert pair.bob.tasks.inbox() == []
+
+
+async def test_a_price_under_star_prices_every_other_task_and_the_card_says_paid(
+        tmp_path: Path, hub: RunningHub) -> None:
+    prices = {"*": {"amount": "0.20"}, SKILL: {"amount": "0.05"}}
+    async with alice_and_bob(tmp_path, hub.url, prices=prices) as pair:
+        async def card() -> dict | None:
+            pair.alice.hub.forget_peer(pair.bob.aid)
+            return (await pair.alice.hub.peer(pair.bob.aid)).card
+
+        assert (await eventually(card, "bob's card"))["charge"] == "paid"
+        named = quote_of(pair, (await pair.ask())["id"])
+        assert [option["amount"] for option in named["accepts"]] == ["5"]  # its own price
+        for skill in ("echo", None):  # another skill, and a task that names none
+            task = await pair.ask(skill=skill)
+            assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+            required = quote_of(pair, task["id"])
+            assert [option["amount"] for option in required["accepts"]] == ["20"]
+            assert required["resource"]["url"] == f"anet:{pair.bob.aid}#{skill or '*'}"
+        assert pair.bob.tasks.inbox() == []

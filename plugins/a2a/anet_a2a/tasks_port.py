@@ -70,7 +70,7 @@ def a2a_error(aid: str, error: AnetError) -> A2AError:
 
 
 def chosen_skill(message: dict[str, Any], peer: PeerInfo) -> str | None:
-    """The skill of the agent a new task is for (docs/a2a.md, "Choosing a skill"): the
+    """The skill of the agent a new task is for (docs/a2a.md, "Sending a task"): the
     message's ``anet.skill`` metadata, checked against the skills of the agent's card when this
     node verified the card; else the card's only skill; else none."""
     card = peer.card if peer.verification is Verification.VERIFIED and peer.card else {}
