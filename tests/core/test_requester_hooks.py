@@ -129,3 +129,69 @@ async def test_hook_anet_requester_answer(tmp_path: Path) -> None:
     refused = [result for result in results if isinstance(result, Exception)]
     assert len(refused) == 1  # moved on: submitted, or already completed
     assert getattr(refused[0], "reason", "") in {"task-not-waiting", "task-terminal"}
+
+
+async def test_a_client_subscribing_during_the_waiting_turn_does_not_see_the_question(
+        tmp_path: Path) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    class AnswersSlowly:
+        @hookimpl
+        def anet_requester_waiting(self, node, turn):
+            async def run(turn):
+                started.set()
+                await release.wait()
+                return TurnAnswer(send={"messageId": f"name-{turn.task_id}",
+                                        "role": "ROLE_USER", "parts": [{"text": "Ada"}]})
+            return TurnHandler(module="greeter", run=run)
+
+    hub, agent = FakeHub(), AsksForAName()
+    async with open_node(tmp_path / "a", hub, plugins=plugins_with(AnswersSlowly())) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
+        b.tasks.trust(a.aid)
+        sent = await a.tasks.send(b.aid, user_message("hi"))
+        await asyncio.wait_for(started.wait(), 10)
+        assert state(a, sent["id"]) == "TASK_STATE_INPUT_REQUIRED"  # stored: the agent asked
+        subscription = a.tasks.subscribe(b.aid, sent["id"])
+        # The client has not heard the question: the module answers it first.
+        assert subscription.snapshot["status"]["state"] == "TASK_STATE_WORKING"
+        release.set()
+        seen = [event async for event in subscription]
+    states = [event["statusUpdate"]["status"]["state"] for event in seen
+              if "statusUpdate" in event]
+    assert TaskState.TASK_STATE_INPUT_REQUIRED.value not in states
+    assert states[-1] == TaskState.TASK_STATE_COMPLETED.value
+
+
+async def test_a_hold_on_the_first_message_rejects_the_task_and_sends_nothing(
+        tmp_path: Path) -> None:
+    class RefusesPasswords:
+        @hookimpl
+        def anet_requester_answer(self, node, turn):
+            if "password" not in turn.message["parts"][0].get("text", ""):
+                return None
+
+            async def run(turn):
+                assert turn.task["status"]["state"] == "TASK_STATE_SUBMITTED"
+                return TurnAnswer(hold=Reason.REJECTED_BY_POLICY, status={
+                    "messageId": f"refused-{turn.task_id}", "parts": [{"text": "no passwords"}]},
+                    evidence=(("greeter.refused", {"taskId": turn.task_id}),))
+            return TurnHandler(module="greeter", run=run)
+
+    hub, agent = FakeHub(), AsksForAName()
+    async with open_node(tmp_path / "a", hub, plugins=plugins_with(RefusesPasswords())) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
+        b.tasks.trust(a.aid)
+        message = user_message("my password", "m-1") | {"contextId": "c-1"}
+        refused = await a.tasks.send(b.aid, message)
+        again = await a.tasks.send(b.aid, message)  # a repeat: the same task, asked no more
+        fine = await a.tasks.send(b.aid, user_message("hi"))
+        await eventually(lambda: state(a, fine["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        assert b.tasks.received(refused["id"]) is None
+        chain = tmp_path / "a" / "evidence" / "chain.jsonl"
+        await eventually(lambda: "greeter.refused" in chain.read_text(), "the turn's record")
+    assert refused["status"]["state"] == "TASK_STATE_REJECTED" and again["id"] == refused["id"]
+    assert refused["metadata"]["anet.reason"] == "rejected_by_policy"
+    assert refused["status"]["message"]["parts"] == [{"text": "no passwords"}]
+    assert not any("task.forwarded" in line and refused["id"] in line
+                   for line in chain.read_text().splitlines())
