@@ -128,7 +128,7 @@ async def test_a_client_payload_is_refused_and_nothing_is_sent(chain: Chain) -> 
     refused = await submit(chain, task, **{PAYLOAD: {"x402Version": 2, "payload": {}}})
     assert_refused(refused, "client_payload_unsupported")
     assert chain.payments_at_bob(task.id) == [] and chain.authorizations() == []
-    assert "payment.refuse" in chain.evidence_kinds()
+    await eventually(lambda: "payment.refuse" in chain.evidence_kinds(), "the refusal")
 
 
 async def test_a_client_payload_on_a_new_task_is_refused_and_nothing_is_sent(
@@ -147,7 +147,7 @@ async def test_a_client_payload_on_a_new_task_is_refused_and_nothing_is_sent(
     assert shown[STATUS] == "payment-failed" and REQUIRED not in shown
     assert chain.bob.tasks.received(task.id) is None and chain.worker.served == []
     assert chain.authorizations() == []
-    assert "payment.refuse" in chain.evidence_kinds()
+    await eventually(lambda: "payment.refuse" in chain.evidence_kinds(), "the refusal")
 
 
 async def test_an_option_not_in_the_quote_is_refused(chain: Chain) -> None:
@@ -192,6 +192,7 @@ async def test_above_the_agent_tier_the_operator_pays_with_anet_pay(chain: Chain
     assert [row["tier"] for row in chain.authorizations()] == ["operator"]
     again = await asyncio.to_thread(chain.anet, "pay", task.id, "--yes", check=False)
     assert again.returncode != 0 and "waits for no payment" in again.stderr
+    await eventually(lambda: "payment.authorize" in chain.evidence_kinds(), "the record")
     assert chain.evidence_kinds().count("payment.authorize") == 1
 
 
