@@ -142,14 +142,14 @@ class PaidPair:
 
 
 @asynccontextmanager
-async def payer_and_payee(root: Path, price: str, tiers: dict[str, Any]) -> AsyncIterator[
-        PaidPair]:
-    """A hub process; bob (every module, a :class:`Worker`) prices the skill at ``price`` and
-    trusts alice; alice (every module, the spending ``tiers``) holds 5.00 USD at the hub's
-    rail. The ledger is checked conserved when it ends."""
+async def payer_and_payee(root: Path, price: str, tiers: dict[str, Any], *,
+                          worker: Worker | None = None) -> AsyncIterator[PaidPair]:
+    """A hub process; bob (every module, ``worker`` or a :class:`Worker`) prices the skill at
+    ``price`` and trusts alice; alice (every module, the spending ``tiers``) holds 5.00 USD at
+    the hub's rail. The ledger is checked conserved when it ends."""
     hub = HubProcess(root / "hub", free_port()).start()
     try:
-        worker = Worker()
+        worker = worker or Worker()
         prepare(root / "bob", node={"name": "bob", "skills": [{"id": SKILL, "name": "Sum"}]},
                 modules={"x402": {"prices": {SKILL: {"amount": price}}}})
         prepare(root / "alice", modules={"x402": tiers})

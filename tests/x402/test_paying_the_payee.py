@@ -5,15 +5,18 @@ asked for."""
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from anet_core import hookimpl
 from tests.support.messages import user_message
 from tests.support.payments import ledger_totals
 from tests.support.waiting import eventually
-from tests.x402.payee import SKILL, PaidPair, payer_and_payee
+from tests.x402.payee import SKILL, PaidPair, Worker, payer_and_payee
 from tests.x402.paying import STATUS, TIERS
 
 pytestmark = pytest.mark.timeout(120)
@@ -53,3 +56,33 @@ async def test_above_the_automatic_tier_the_payee_is_paid_once_the_client_submit
                          == "TASK_STATE_COMPLETED", "paid and done")
     transfers = ledger_totals(tmp_path / "hub").transfers
     assert [(entry.payer, entry.amount) for entry in transfers] == [(pair.alice.aid, 50)]
+
+
+class SilentWorker(Worker):
+    """Takes the paid task and never delivers."""
+
+    @hookimpl
+    def anet_take_task(self, node, task):  # type: ignore[no-untyped-def]
+        claim = super().anet_take_task(node, task)
+        if claim is None:
+            return None
+
+        async def serve(task: Any, responder: Any) -> None:
+            self.served.append(task.message)
+            await asyncio.Event().wait()  # until the node stops
+
+        return type(claim)(module=claim.module, serve=serve)
+
+
+async def test_a_payee_that_never_delivers_is_never_paid(tmp_path: Path) -> None:
+    """The payment settles only when the work ends: a payee that verified the payment and then
+    never delivers moves nothing, and the payer's task waits in working."""
+    worker = SilentWorker()
+    async with payer_and_payee(tmp_path, "0.05", TIERS, worker=worker) as pair:
+        task = await pair.alice.tasks.send(pair.bob.aid, user_message("go", "m-1"), skill=SKILL)
+        await eventually(lambda: len(worker.served) == 1, "bob took the paid task")
+        await eventually(lambda: pair.task(task["id"])["status"]["state"]
+                         == "TASK_STATE_WORKING", "alice sees the work running")
+        totals = ledger_totals(tmp_path / "hub")
+        assert totals.transfers == []
+        assert totals.balance(pair.alice.aid, "USD") == 500
