@@ -264,6 +264,10 @@ class Requester:
                     effects.publish(stored.task, events)
                 for kind, data in answer.evidence:
                     effects.record(kind, **data)
+            # The task as stored now shows what the turn decided: a client that subscribes
+            # from here on must see it, not the "working" of a held question, or it would
+            # miss the events published below (a blocking send would wait for ever).
+            self._questions_held.discard((task_id, state_seq))
             await self._run_effects(effects)
 
     def _waiting_at(self, task_id: str, state_seq: int) -> StoredTask | None:

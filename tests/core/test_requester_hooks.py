@@ -163,6 +163,42 @@ async def test_a_client_subscribing_during_the_waiting_turn_does_not_see_the_que
     assert states[-1] == TaskState.TASK_STATE_COMPLETED.value
 
 
+async def test_a_client_subscribing_while_a_hold_is_recorded_sees_the_hold(
+        tmp_path: Path) -> None:
+    """The turn's events go out before its evidence is appended: a client that subscribes in
+    between must find the held question in its snapshot, or it never hears of it (a blocking
+    send would wait for ever)."""
+    appending, release = asyncio.Event(), asyncio.Event()
+
+    class Holds:
+        @hookimpl
+        def anet_requester_waiting(self, node, turn):
+            async def run(turn):
+                return TurnAnswer(hold=Reason.NEEDS_OPERATOR_APPROVAL,
+                                  evidence=[("payment.refuse", {"taskId": turn.task_id})])
+            return TurnHandler(module="greeter", run=run)
+
+    hub, agent = FakeHub(), AsksForAName()
+    async with open_node(tmp_path / "a", hub, plugins=plugins_with(Holds())) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
+        b.tasks.trust(a.aid)
+        record_all = a.evidence.record_all
+
+        async def slow_record_all(items):  # type: ignore[no-untyped-def]
+            if any(kind == "payment.refuse" for kind, _ in items):
+                appending.set()
+                await release.wait()
+            return await record_all(items)
+
+        a.evidence.record_all = slow_record_all  # type: ignore[method-assign]
+        sent = await a.tasks.send(b.aid, user_message("hi"))
+        await asyncio.wait_for(appending.wait(), 10)
+        subscription = a.tasks.subscribe(b.aid, sent["id"])
+        release.set()
+        assert subscription.snapshot["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert subscription.snapshot["metadata"]["anet.reason"] == "needs_operator_approval"
+
+
 async def test_a_hold_on_the_first_message_rejects_the_task_and_sends_nothing(
         tmp_path: Path) -> None:
     class RefusesPasswords:
