@@ -55,12 +55,11 @@ class Credit:
     async def holds(self, hub_aid: str, asset: str, amount: int) -> bool:
         """The rail of ``hub_aid`` holds at least ``amount`` of ``asset`` for this node. Only
         the home hub's rail is asked: a quote names the hub, and this node reaches one."""
+        if self.home_hub is not None and hub_aid != self.home_hub:
+            return False
         try:
-            if self.home_hub is None:
-                await self.refresh()
-            if hub_aid != self.home_hub:
-                return False
-            return (await self.refresh()).get(asset, 0) >= amount
+            balances = await self.refresh()  # one request: it also learns the home hub's AID
+            return hub_aid == self.home_hub and balances.get(asset, 0) >= amount
         except RailError as error:
             log.warning("event=credit-unknown hub=%s reason=%s message=%r", hub_aid,
                         error.reason, error.message)
