@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +32,10 @@ class Recorder:
     replies: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     request_metadata: dict[str, Any] = field(default_factory=dict)
+    appended: list[bool] = field(default_factory=list)
+    """``append`` of each artifact sent before the end."""
+    completed_with: list[list[str]] = field(default_factory=list)
+    """The ids of the artifacts each completion carried."""
 
     async def working(self, message: dict[str, Any] | None = None) -> None:
         self.events.append(("working", message))
@@ -39,6 +43,7 @@ class Recorder:
     async def artifact(self, artifact: dict[str, Any], *, append: bool = False,
                        last_chunk: bool = True) -> None:
         self.events.append(("artifact", artifact))
+        self.appended.append(append)
 
     async def input_required(self, message: dict[str, Any] | str) -> None:
         self.events.append(("input_required", message))
@@ -50,8 +55,13 @@ class Recorder:
             reply, self.request_metadata = reply
         return reply
 
-    async def complete(self, message: dict[str, Any] | None = None) -> None:
+    async def complete(self, message: dict[str, Any] | None = None,
+                       artifacts: Iterable[dict[str, Any]] = ()) -> None:
+        # Artifacts that come with the end reach the requester as those sent before it.
+        artifacts = list(artifacts)
+        self.events.extend(("artifact", artifact) for artifact in artifacts)
         self.events.append(("complete", message))
+        self.completed_with.append([artifact["artifactId"] for artifact in artifacts])
 
     async def reply_message(self, message: dict[str, Any]) -> None:
         self.events.append(("reply_message", message))
@@ -182,15 +192,17 @@ class FakeBackend:
 
 
 @asynccontextmanager
-async def fake_backend(path: Path, answer: Any) -> AsyncIterator[FakeBackend]:
-    """An aiohttp server on ``path``: a valid card, and ``answer(request, body, n)`` for each
+async def fake_backend(path: Path, answer: Any, *,
+                       streaming: bool = False) -> AsyncIterator[FakeBackend]:
+    """An aiohttp server on ``path``: a valid card (``streaming`` says so on it, and the
+    forwarder then sends SendStreamingMessage), and ``answer(request, body, n)`` for each
     JSON-RPC POST (n counts the POSTs from 1)."""
     from aiohttp import web
 
     state = FakeBackend()
 
     async def card(request: web.Request) -> web.Response:
-        return web.json_response(CARD)
+        return web.json_response(CARD | {"capabilities": {"streaming": streaming}})
 
     async def rpc(request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -5,16 +5,22 @@ backend could have taken the message is retried with backoff; once it was writte
 answer (503) is, because a repeated message could run the requester's task twice. The mapping
 requester task → backend task lives in memory only; after a restart a follow-up message starts
 a new backend task in the same context (the requester's contextId is the backend's contextId).
+
+What the backend sends is handled as it arrives, but events that arrived together are reported
+together: progress (WORKING without a message, artifacts) that arrived with the turn's
+completion goes with the completion, one report instead of one per event. The requester would
+not have seen it apart anyway: its outbox entries would be superseded by the terminal update
+(anet_core/tasks/outbox.py), which says all they said.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from anet_backends.retry import RetryPlan
 from anet_core.api import (
@@ -56,6 +62,11 @@ TOLD_NO_ANSWER = "the agent's backend ended its turn without an answer"
 
 Record = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Appends an evidence record (kind, data) to the node's chain."""
+Event = TypeVar("Event")
+READ_AHEAD = 64
+"""Events read from a backend before the forwarder has reported them: a backend streaming
+faster than the requester is told waits, as it did when each event was reported before the
+next was read."""
 
 
 @dataclass
@@ -77,6 +88,82 @@ class Turn:
     answered: bool = False
     message_reply: bool = False
     """The backend answered with a Message, not a Task."""
+    progress: list[Progress] = field(default_factory=list)
+    """Progress not reported yet: it waits for the end of the events that arrived with it."""
+
+    @property
+    def ending(self) -> bool:
+        """The backend's last status ends the turn: the stream is about to end."""
+        return self.state is not None and (self.state.is_terminal or self.state.is_interrupted)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A WORKING status (``artifact`` None) or an artifact event, to be reported."""
+
+    artifact: WireObject | None = None
+    message: WireObject | None = None
+    append: bool = False
+    last_chunk: bool = True
+
+
+def _folded(progress: list[Progress]) -> list[WireObject] | None:
+    """The artifacts ``progress`` brings, as whole artifacts a completion can carry; None when
+    it says more than that (a WORKING note, or more parts of an artifact reported earlier)."""
+    artifacts: dict[str, WireObject] = {}
+    for event in progress:
+        if event.artifact is None:
+            if event.message is not None:
+                return None
+            continue
+        artifact_id = event.artifact["artifactId"]
+        if not event.append:
+            artifacts[artifact_id] = event.artifact
+        elif artifact_id in artifacts:
+            whole = artifacts[artifact_id]  # as the task layer appends (tasks/common.py)
+            artifacts[artifact_id] = whole | {"parts": whole["parts"] + event.artifact["parts"]}
+        else:
+            return None
+    return list(artifacts.values())
+
+
+async def arrived_together(events: AsyncIterator[Event]) -> AsyncIterator[list[Event]]:
+    """``events`` in batches: each time, every event that has arrived by then. A failure of
+    ``events`` is raised after the events that came before it."""
+    arrived: asyncio.Queue[Event | _End] = asyncio.Queue(READ_AHEAD)
+
+    async def read() -> None:
+        try:
+            async for event in events:
+                await arrived.put(event)
+        except Exception as error:  # noqa: BLE001 - handed to the consumer, which raises it
+            await arrived.put(_End(error))
+            return
+        await arrived.put(_End(None))
+
+    reader = asyncio.ensure_future(read())
+    try:
+        while True:
+            batch = [await arrived.get()]
+            while not arrived.empty():
+                batch.append(arrived.get_nowait())
+            end = batch[-1]
+            if isinstance(end, _End):
+                if batch[:-1]:
+                    yield batch[:-1]  # type: ignore[misc]
+                if end.error is not None:
+                    raise end.error
+                return
+            yield batch  # type: ignore[misc]
+    finally:
+        reader.cancel()
+        with suppress(BaseException):
+            await reader
+
+
+@dataclass(frozen=True)
+class _End:
+    error: Exception | None
 
 
 class Ended(Exception):
@@ -218,28 +305,32 @@ class Forwarder:
                        outgoing: WireObject, metadata: dict[str, Any], turn: Turn,
                        first: bool) -> None:
         async with (self.kind.open(self.target) as channel,
-                    aclosing(channel.send(outgoing, metadata)) as events):
+                    aclosing(channel.send(outgoing, metadata)) as sent,
+                    aclosing(arrived_together(sent)) as batches):
             # The backend has the message from here on; the working notice counts from now.
             notice = asyncio.ensure_future(self._announce(responder)) if first else None
             try:
                 while True:
                     try:
                         async with asyncio.timeout(self.idle_timeout_s):
-                            event = await anext(events)
+                            batch = await anext(batches)
                     except StopAsyncIteration:
                         return
                     if notice is not None:
                         notice.cancel()
                     if not turn.answered:
                         turn.answered = True
-                        await self._forwarded(task, mapped, outgoing, event)
-                    await self._event(responder, mapped, turn, event)
+                        await self._forwarded(task, mapped, outgoing, batch[0])
+                    for event in batch:
+                        self._event(mapped, turn, event)
+                    if not turn.ending:
+                        await self._report_progress(responder, turn)
             finally:
                 if notice is not None:
                     notice.cancel()
 
-    async def _event(self, responder: Responder, mapped: BackendTask, turn: Turn,
-                     event: WireObject) -> None:
+    @staticmethod
+    def _event(mapped: BackendTask, turn: Turn, event: WireObject) -> None:
         if "message" in event:
             turn.state, turn.message = TaskState.TASK_STATE_COMPLETED, event["message"]
             turn.message_reply = True
@@ -251,20 +342,30 @@ class Forwarder:
             for artifact in body.get("artifacts", []):
                 if artifact["artifactId"] not in mapped.artifacts_sent:
                     mapped.artifacts_sent.add(artifact["artifactId"])
-                    await responder.artifact(artifact, last_chunk=True)
-            self._status(turn, body["status"])
+                    turn.progress.append(Progress(artifact))
+            Forwarder._status(turn, body["status"])
         elif "statusUpdate" in event:
             update = event["statusUpdate"]
             mapped.task_id = update["taskId"]
-            self._status(turn, update["status"])
+            Forwarder._status(turn, update["status"])
             if turn.state is TaskState.TASK_STATE_WORKING:
-                await responder.working(turn.message)
+                turn.progress.append(Progress(message=turn.message))
         elif "artifactUpdate" in event:
             update = event["artifactUpdate"]
             mapped.task_id = update["taskId"]
             mapped.artifacts_sent.add(update["artifact"]["artifactId"])
-            await responder.artifact(update["artifact"], append=update.get("append", False),
-                                     last_chunk=update.get("lastChunk", False))
+            turn.progress.append(Progress(update["artifact"], append=update.get("append", False),
+                                          last_chunk=update.get("lastChunk", False)))
+
+    @staticmethod
+    async def _report_progress(responder: Responder, turn: Turn) -> None:
+        progress, turn.progress = turn.progress, []
+        for event in progress:
+            if event.artifact is None:
+                await responder.working(event.message)
+            else:
+                await responder.artifact(event.artifact, append=event.append,
+                                         last_chunk=event.last_chunk)
 
     @staticmethod
     def _status(turn: Turn, status: WireObject) -> None:
@@ -274,10 +375,14 @@ class Forwarder:
     async def _end_of_turn(self, task: InboundTask, responder: Responder, mapped: BackendTask,
                            message: WireObject, turn: Turn) -> WireObject:
         state = turn.state
+        artifacts = _folded(turn.progress) if state is TaskState.TASK_STATE_COMPLETED \
+            and not turn.message_reply else None
+        if artifacts is None:
+            await self._report_progress(responder, turn)
         if state is TaskState.TASK_STATE_COMPLETED and turn.message_reply:
             await responder.reply_message(turn.message or {})
         elif state is TaskState.TASK_STATE_COMPLETED:
-            await responder.complete(turn.message)
+            await responder.complete(turn.message, artifacts or ())
         elif state in {TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED}:
             await responder.fail(f"the backend ended the task as {state.name}", turn.message)
         elif state is TaskState.TASK_STATE_CANCELED:
