@@ -302,6 +302,11 @@ class Store:
         return TaskPage(tasks=[StoredTask.from_row(row) for row in rows], next_page_token=token,
                         total_size=total)
 
+    def has_tasks(self, role: TaskRole, peer_aid: str) -> bool:
+        """Whether any task of ``role`` with ``peer_aid`` is stored (one index probe)."""
+        return self._db.execute("SELECT 1 FROM tasks WHERE role = ? AND peer_aid = ? LIMIT 1",
+                                (role.value, peer_aid)).fetchone() is not None
+
     # --- idempotency keys ----------------------------------------------------------------------
 
     def message_task(self, role: TaskRole, peer_aid: str, context_id: str,

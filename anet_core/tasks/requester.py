@@ -325,6 +325,10 @@ class Requester:
                          state=state, since=since, page_size=page_size, page_token=page_token,
                          history_length=history_length, include_artifacts=include_artifacts)
 
+    def has_sent_to(self, aid: str) -> bool:
+        """Whether this node sent ``aid`` a task that it still keeps."""
+        return self._store.has_tasks(TaskRole.REQUESTER, aid)
+
     async def cancel(self, aid: str | None, task_id: str) -> dict[str, Any]:
         """Cancel the task here at once and ask the provider to stop; return the task."""
         stored = self._task_of(aid, task_id)

@@ -68,6 +68,9 @@ async def test_role_and_peer_scope_lookups(tmp_path: Path) -> None:
         assert store.get_task("t-00000001", peer_aid="q" * 32) is None
         assert store.get_task("t-00000001", role=TaskRole.PROVIDER) is None
         assert store.get_task("t-00000001", role=TaskRole.REQUESTER, peer_aid="p" * 32)
+        assert store.has_tasks(TaskRole.REQUESTER, "p" * 32)
+        assert not store.has_tasks(TaskRole.PROVIDER, "p" * 32)
+        assert not store.has_tasks(TaskRole.REQUESTER, "q" * 32)
 
 
 async def test_outbox_keeps_order_and_envelope(tmp_path: Path) -> None:

@@ -146,7 +146,7 @@ class Endpoint:
             raise no_such_agent(agent_id)
         # An AID neither this node's tasks nor the directory know is "no such agent" on every
         # route alike; a directory that cannot be asked now does not make an agent unknown.
-        if self.node.tasks.list(agent_id, page_size=1)["tasks"]:
+        if self.node.tasks.has_sent_to(agent_id):
             return agent_id  # tasks were sent to it: known here, whatever the directory says
         try:
             await self.node.hub.peer(agent_id)

@@ -193,6 +193,16 @@ class EventStream:
         return self.send and (state.is_interrupted or (body is not None
                                                        and waits_for_operator(body)))
 
+    async def until_end(self) -> None:
+        """Follow the task until this stream would end, rendering nothing: a blocking send
+        answers with the task as it is then."""
+        try:
+            async for event in self.subscription:
+                if self._ends(event):
+                    return
+        finally:
+            self.subscription.close()
+
     async def events(self) -> AsyncGenerator[StreamResponse, None]:
         source = aiter(self.subscription)
         pending: asyncio.Future[dict[str, Any]] | None = None
@@ -294,7 +304,7 @@ class AgentOperations:
                 state.is_terminal or state.is_interrupted or waits_for_operator(task)):
             stream = EventStream(self.tasks.subscribe(task["id"]), previews=False,
                                  history_length=None, send=True)
-            await _drain(stream.events())
+            await stream.until_end()
             task = self.tasks.get(task["id"])
         reply = message_reply(task)
         if reply is not None:
@@ -341,7 +351,3 @@ class AgentOperations:
         return EventStream(subscription, previews=PREVIEW_EXTENSION in self.extensions,
                            history_length=None, send=False)
 
-
-async def _drain(events: AsyncIterator[StreamResponse]) -> None:
-    async for _ in events:
-        pass
