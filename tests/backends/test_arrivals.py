@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from anet_backends.forward import READ_AHEAD, arrived_together
+from anet_backends.arrivals import READ_AHEAD, Arrivals
 from tests.backends.harness import Recorder, fake_backend, inbound, make_harness
 from tests.support.waiting import eventually
 
@@ -19,8 +19,11 @@ pytestmark = pytest.mark.timeout(30)
 TASK = "backend-task"
 
 
-def status(state: str) -> dict[str, Any]:
-    return {"statusUpdate": {"taskId": TASK, "contextId": "c", "status": {"state": state}}}
+def status(state: str, note: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"state": state}
+    if note is not None:
+        body["message"] = {"messageId": "n1", "role": "ROLE_AGENT", "parts": [{"text": note}]}
+    return {"statusUpdate": {"taskId": TASK, "contextId": "c", "status": body}}
 
 
 def chunk(text: str, *, append: bool = False) -> dict[str, Any]:
@@ -62,6 +65,23 @@ async def test_a_turn_sent_at_once_is_one_completion_with_its_artifacts(sock_dir
     assert recorder.completed_with == [["a1"]]
 
 
+async def test_a_working_note_sent_with_the_completion_is_still_its_own_update(
+        sock_dir: Path) -> None:
+    async def answer(request: web.Request, body: dict[str, Any], n: int) -> web.StreamResponse:
+        response = await stream(request)
+        await response.write(sse(body["id"], SUBMITTED, status("TASK_STATE_WORKING", "reading"),
+                                 chunk("hello"), status("TASK_STATE_COMPLETED")))
+        await response.write_eof()
+        return response
+
+    path = sock_dir / "a.sock"
+    async with fake_backend(path, answer, streaming=True):
+        recorder = await make_harness(f"unix://{path}").serve(inbound("hi"))
+    assert recorder.kinds() == ["working", "artifact", "complete"]
+    assert recorder.events[0][1]["parts"] == [{"text": "reading"}]
+    assert recorder.completed_with == [[]]
+
+
 async def test_progress_sent_apart_is_reported_as_it_arrives(sock_dir: Path) -> None:
     recorder = Recorder()
 
@@ -92,11 +112,27 @@ async def test_a_failure_of_the_stream_comes_after_the_events_before_it() -> Non
         yield 2
         raise ConnectionResetError("gone")
 
-    seen: list[list[int]] = []
-    with pytest.raises(ConnectionResetError):
-        async for batch in arrived_together(events()):
-            seen.append(batch)
-    assert [event for batch in seen for event in batch] == [1, 2]
+    seen: list[int] = []
+    async with Arrivals(events()) as arrivals:
+        with pytest.raises(ConnectionResetError):
+            while (batch := await arrivals.next(5.0)) is not None:
+                seen += batch
+    assert seen == [1, 2]
+
+
+async def test_a_wait_that_times_out_loses_nothing() -> None:
+    go = asyncio.Event()
+
+    async def events() -> Any:
+        await go.wait()
+        yield "late"
+
+    async with Arrivals(events()) as arrivals:
+        with pytest.raises(TimeoutError):
+            await arrivals.next(0.01)
+        go.set()
+        assert await arrivals.next(5.0) == ["late"]
+        assert await arrivals.next(5.0) is None
 
 
 async def test_a_backend_faster_than_the_reports_waits_for_them() -> None:
@@ -108,9 +144,12 @@ async def test_a_backend_faster_than_the_reports_waits_for_them() -> None:
             read += 1
             yield event
 
-    batches = arrived_together(events())
-    first = await anext(batches)
-    await asyncio.sleep(0)  # the reader runs until the queue is full, no further
-    assert len(first) <= READ_AHEAD and read - len(first) <= READ_AHEAD + 1
-    rest = [event async for batch in batches for event in batch]
+    async with Arrivals(events()) as arrivals:
+        first = await arrivals.next(5.0)
+        assert first is not None
+        await asyncio.sleep(0)  # the reader runs until the queue is full, no further
+        assert len(first) <= READ_AHEAD and read - len(first) <= READ_AHEAD + 1
+        rest: list[int] = []
+        while (batch := await arrivals.next(5.0)) is not None:
+            rest += batch
     assert first + rest == list(range(3 * READ_AHEAD))

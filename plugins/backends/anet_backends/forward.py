@@ -6,22 +6,23 @@ answer (503) is, because a repeated message could run the requester's task twice
 requester task → backend task lives in memory only; after a restart a follow-up message starts
 a new backend task in the same context (the requester's contextId is the backend's contextId).
 
-What the backend sends is handled as it arrives, but events that arrived together are reported
-together: progress (WORKING without a message, artifacts) that arrived with the turn's
-completion goes with the completion, one report instead of one per event. The requester would
-not have seen it apart anyway: its outbox entries would be superseded by the terminal update
-(anet_core/tasks/outbox.py), which says all they said.
+Events that arrive together are reported together (arrivals.py): progress without a note
+(WORKING, artifacts) waits up to :data:`TOGETHER_S` for what follows, and when the turn's
+completion follows it goes with the completion, one report instead of one per event. The
+requester would not have seen it apart anyway: its outbox entries would be superseded by the
+terminal update (anet_core/tasks/outbox.py), which says all they said.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
+from anet_backends.arrivals import Arrivals, Progress, folded
 from anet_backends.retry import RetryPlan
 from anet_core.api import (
     METADATA_PREFIX,
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 
 WORKING_NOTICE_AFTER_S = 60.0
 """A first turn the backend has held this long without an answer is announced as working."""
+TOGETHER_S = 0.005
+"""Progress without a note waits this long for what follows it: a backend that answers at once
+sends its whole turn within it, and the completion then carries the progress."""
 FORWARDED = "backends.forwarded"
 FAILED = "backends.failed"
 
@@ -62,11 +66,6 @@ TOLD_NO_ANSWER = "the agent's backend ended its turn without an answer"
 
 Record = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Appends an evidence record (kind, data) to the node's chain."""
-Event = TypeVar("Event")
-READ_AHEAD = 64
-"""Events read from a backend before the forwarder has reported them: a backend streaming
-faster than the requester is told waits, as it did when each event was reported before the
-next was read."""
 
 
 @dataclass
@@ -89,81 +88,12 @@ class Turn:
     message_reply: bool = False
     """The backend answered with a Message, not a Task."""
     progress: list[Progress] = field(default_factory=list)
-    """Progress not reported yet: it waits for the end of the events that arrived with it."""
+    """Progress not reported yet: it waits for the events that follow it at once."""
 
     @property
     def ending(self) -> bool:
         """The backend's last status ends the turn: the stream is about to end."""
         return self.state is not None and (self.state.is_terminal or self.state.is_interrupted)
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A WORKING status (``artifact`` None) or an artifact event, to be reported."""
-
-    artifact: WireObject | None = None
-    message: WireObject | None = None
-    append: bool = False
-    last_chunk: bool = True
-
-
-def _folded(progress: list[Progress]) -> list[WireObject] | None:
-    """The artifacts ``progress`` brings, as whole artifacts a completion can carry; None when
-    it says more than that (a WORKING note, or more parts of an artifact reported earlier)."""
-    artifacts: dict[str, WireObject] = {}
-    for event in progress:
-        if event.artifact is None:
-            if event.message is not None:
-                return None
-            continue
-        artifact_id = event.artifact["artifactId"]
-        if not event.append:
-            artifacts[artifact_id] = event.artifact
-        elif artifact_id in artifacts:
-            whole = artifacts[artifact_id]  # as the task layer appends (tasks/common.py)
-            artifacts[artifact_id] = whole | {"parts": whole["parts"] + event.artifact["parts"]}
-        else:
-            return None
-    return list(artifacts.values())
-
-
-async def arrived_together(events: AsyncIterator[Event]) -> AsyncIterator[list[Event]]:
-    """``events`` in batches: each time, every event that has arrived by then. A failure of
-    ``events`` is raised after the events that came before it."""
-    arrived: asyncio.Queue[Event | _End] = asyncio.Queue(READ_AHEAD)
-
-    async def read() -> None:
-        try:
-            async for event in events:
-                await arrived.put(event)
-        except Exception as error:  # noqa: BLE001 - handed to the consumer, which raises it
-            await arrived.put(_End(error))
-            return
-        await arrived.put(_End(None))
-
-    reader = asyncio.ensure_future(read())
-    try:
-        while True:
-            batch = [await arrived.get()]
-            while not arrived.empty():
-                batch.append(arrived.get_nowait())
-            end = batch[-1]
-            if isinstance(end, _End):
-                if batch[:-1]:
-                    yield batch[:-1]  # type: ignore[misc]
-                if end.error is not None:
-                    raise end.error
-                return
-            yield batch  # type: ignore[misc]
-    finally:
-        reader.cancel()
-        with suppress(BaseException):
-            await reader
-
-
-@dataclass(frozen=True)
-class _End:
-    error: Exception | None
 
 
 class Ended(Exception):
@@ -304,17 +234,25 @@ class Forwarder:
     async def _attempt(self, task: InboundTask, responder: Responder, mapped: BackendTask,
                        outgoing: WireObject, metadata: dict[str, Any], turn: Turn,
                        first: bool) -> None:
+        loop = asyncio.get_running_loop()
         async with (self.kind.open(self.target) as channel,
                     aclosing(channel.send(outgoing, metadata)) as sent,
-                    aclosing(arrived_together(sent)) as batches):
+                    Arrivals(sent) as arrivals):
             # The backend has the message from here on; the working notice counts from now.
             notice = asyncio.ensure_future(self._announce(responder)) if first else None
+            held_until: float | None = None  # when progress waiting for what follows is sent
             try:
                 while True:
                     try:
-                        async with asyncio.timeout(self.idle_timeout_s):
-                            batch = await anext(batches)
-                    except StopAsyncIteration:
+                        batch = await arrivals.next(self.idle_timeout_s if held_until is None
+                                                    else max(0.0, held_until - loop.time()))
+                    except TimeoutError:
+                        if held_until is None:
+                            raise  # the backend fell silent
+                        await self._report_progress(responder, turn)
+                        held_until = None
+                        continue
+                    if batch is None:
                         return
                     if notice is not None:
                         notice.cancel()
@@ -323,8 +261,13 @@ class Forwarder:
                         await self._forwarded(task, mapped, outgoing, batch[0])
                     for event in batch:
                         self._event(mapped, turn, event)
-                    if not turn.ending:
+                    if turn.ending or not turn.progress:
+                        continue  # the end carries the progress, or there is none
+                    if all(event.bare for event in turn.progress):
+                        held_until = held_until or loop.time() + TOGETHER_S
+                    else:
                         await self._report_progress(responder, turn)
+                        held_until = None
             finally:
                 if notice is not None:
                     notice.cancel()
@@ -375,7 +318,7 @@ class Forwarder:
     async def _end_of_turn(self, task: InboundTask, responder: Responder, mapped: BackendTask,
                            message: WireObject, turn: Turn) -> WireObject:
         state = turn.state
-        artifacts = _folded(turn.progress) if state is TaskState.TASK_STATE_COMPLETED \
+        artifacts = folded(turn.progress) if state is TaskState.TASK_STATE_COMPLETED \
             and not turn.message_reply else None
         if artifacts is None:
             await self._report_progress(responder, turn)
