@@ -119,8 +119,8 @@ class EvidenceChain:
     """Appends signed records to a chain file. Thread-safe, and safe with other processes
     appending to the same file (an exclusive ``flock`` is held per append and the tail is re-read
     when the file changed). Appends block for the fsyncs: from asyncio, use :meth:`record`,
-    which appends in a thread and lets records that wait at the same time share one append
-    (one fsync of the chain and one head for all of them)."""
+    which lets records that wait at the same time share one append (one fsync of the chain and
+    one head for all of them)."""
 
     def __init__(self, path: Path, identity: Identity) -> None:
         self._path = Path(path)
@@ -287,8 +287,11 @@ class EvidenceChain:
         batch = self._waiting[:MAX_APPEND_RECORDS]
         del self._waiting[:MAX_APPEND_RECORDS]
         try:
-            outcomes = await asyncio.to_thread(
-                self.append_all, [(kind, data) for kind, data, _ in batch], head=False)
+            # On the loop, as the store's fsync (docs/performance.md, "Evidence in groups"), once
+            # what was made ready with these records ran: a forward or a send that then waits for
+            # its peer leaves the loop to the append.
+            await asyncio.sleep(0)
+            outcomes = self.append_all([(kind, data) for kind, data, _ in batch], head=False)
         except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
             outcomes = [error] * len(batch)
         for (_, _, future), outcome in zip(batch, outcomes, strict=True):

@@ -158,7 +158,7 @@ class Services:
         for work in effects.background:
             self.start_background(work)
         if effects.evidence:
-            # Appended in a thread, together with the records that wait at the same time.
+            # Appended together with the records that wait at the same time.
             outcomes = await self.evidence.record_all(effects.evidence)
             for (kind, _), outcome in zip(effects.evidence, outcomes, strict=True):
                 if isinstance(outcome, Exception):
