@@ -196,6 +196,10 @@ class Store:
         self._synced = 0
         """``total_changes`` of the connection when the WAL was last synced: every change
         counted there is on disk."""
+        self._sealed_ahead: set[int] = set()
+        """Outbox entries sealed ahead of their first attempt (``Outbox.seal_new``) that this
+        process has not handed to the hub yet: certainly unsent. A restart forgets them, and
+        then counts them as maybe sent, as every sealed entry."""
 
     # --- transactions ----------------------------------------------------------------------
 
@@ -339,33 +343,45 @@ class Store:
         for row in rows:
             if row["next_attempt_at"] > now:
                 break  # keep the order: nothing overtakes an entry that waits for a retry
-            due.append(OutboxEntry(
-                seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
-                body=json.loads(row["body_json"]),
-                envelope=json.loads(row["envelope_json"]) if row["envelope_json"] else None,
-                attempts=row["attempts"], created_at=row["created_at"]))
+            due.append(_outbox_entry(row))
         return due
 
     def outbox_next_attempt(self) -> float | None:
         row = self._db.execute("SELECT next_attempt_at FROM outbox ORDER BY seq LIMIT 1").fetchone()
         return None if row is None else row[0]
 
-    def outbox_sealed(self, seq: int, envelope: dict[str, Any]) -> None:
-        """Keep the sealed envelope: from now on every attempt sends exactly this one."""
+    def outbox_unsealed(self, after_seq: int) -> list[OutboxEntry]:
+        """Entries queued after ``after_seq`` that have no envelope yet, in order."""
+        rows = self._db.execute("SELECT * FROM outbox WHERE seq > ? AND envelope_json IS NULL"
+                                " ORDER BY seq", (after_seq,)).fetchall()
+        return [_outbox_entry(row) for row in rows]
+
+    def outbox_sealed(self, seq: int, envelope: dict[str, Any], *, ahead: bool = False) -> None:
+        """Keep the sealed envelope: from now on every attempt sends exactly this one.
+        ``ahead``: sealed before its first attempt, which :meth:`outbox_attempt` marks."""
         self._db.execute("UPDATE outbox SET envelope_id = ?, envelope_json = ? WHERE seq = ?",
                          (envelope["id"], json.dumps(envelope), seq))
+        if ahead:
+            self._sealed_ahead.add(seq)
+
+    def outbox_attempt(self, seq: int) -> None:
+        """The entry is about to be handed to the hub: it may reach it from now on."""
+        self._sealed_ahead.discard(seq)
 
     def outbox_done(self, seq: int) -> None:
         self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
+        self._sealed_ahead.discard(seq)
 
     def outbox_retry_later(self, seq: int, at: float, error: str) -> None:
         self._db.execute("UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?,"
                          " last_error = ? WHERE seq = ?", (at, error, seq))
 
     def outbox_sent_any(self, task_id: str) -> bool:
-        """True when an envelope of this task may have reached the hub (it was sealed)."""
-        return self._db.execute("SELECT 1 FROM outbox WHERE task_id = ? AND envelope_id IS NOT"
-                                " NULL", (task_id,)).fetchone() is not None
+        """True when an envelope of this task may have reached the hub (it was sealed for an
+        attempt)."""
+        rows = self._db.execute("SELECT seq FROM outbox WHERE task_id = ? AND envelope_id IS NOT"
+                                " NULL", (task_id,)).fetchall()
+        return any(row[0] not in self._sealed_ahead for row in rows)
 
     def count_tasks(self) -> list[tuple[str, str, int]]:
         """(role, state, how many) for every role and state that has tasks."""
@@ -378,6 +394,8 @@ class Store:
 
     def outbox_withdraw(self, task_id: str) -> int:
         """Remove a task's unsent envelopes (the task ended here first); return how many."""
+        self._sealed_ahead.difference_update(row[0] for row in self._db.execute(
+            "SELECT seq FROM outbox WHERE task_id = ?", (task_id,)))
         return self._db.execute("DELETE FROM outbox WHERE task_id = ?", (task_id,)).rowcount
 
     # --- replay protection -------------------------------------------------------------------
@@ -522,6 +540,13 @@ def decode_page_token(token: str) -> tuple[float, str]:
 def _names(states: Collection[str]) -> list[str]:
     """State names as plain text (a TaskState is a str, bound by its value)."""
     return sorted(str(state) for state in states)
+
+
+def _outbox_entry(row: sqlite3.Row) -> OutboxEntry:
+    return OutboxEntry(seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
+                       body=json.loads(row["body_json"]),
+                       envelope=json.loads(row["envelope_json"]) if row["envelope_json"] else None,
+                       attempts=row["attempts"], created_at=row["created_at"])
 
 
 def _json_or_none(value: dict[str, Any] | None) -> str | None:

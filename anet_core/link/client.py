@@ -101,6 +101,9 @@ class HubClient:
         self._connection.require_registered()
         return await self._directory.peer(aid)
 
+    def cached_peer(self, aid: str) -> PeerInfo | None:
+        return self._directory.cached(aid)
+
     async def search(self, query: SearchQuery) -> SearchPage:
         self._connection.require_registered()
         return await self._directory.search(query)

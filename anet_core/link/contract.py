@@ -154,6 +154,9 @@ class HubLink(Protocol):
     async def peer(self, aid: str) -> PeerInfo:
         """The verified directory entry of ``aid``; raises HubError("unknown-agent") if none."""
 
+    def cached_peer(self, aid: str) -> PeerInfo | None:
+        """What :meth:`peer` would answer now without asking the hub, or None."""
+
     async def search(self, query: SearchQuery) -> SearchPage:
         """Search the directory; every entry is verified as :meth:`peer` does."""
 

@@ -196,6 +196,11 @@ class Directory:
             lookup.add_done_callback(lambda task: self._lookup_done(aid, task))
         return await asyncio.shield(lookup)
 
+    def cached(self, aid: str) -> PeerInfo | None:
+        """The entry :meth:`peer` would answer at once, without asking the hub; None when it
+        would have to ask."""
+        return self._peers.get(aid)
+
     async def search(self, query: SearchQuery) -> SearchPage:
         answer = await self._request({"type": "search", **{
             key: value for key, value in asdict(query).items() if value is not None}})

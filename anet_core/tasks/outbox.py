@@ -1,10 +1,12 @@
 """The outbox: task messages leave only through here, and leave exactly once.
 
-A message is queued in the same transaction as the task change it reports. The sender loop
-seals it on its first attempt (keeping the envelope, so the id never changes), hands it to the
-hub and deletes it once the hub stored it. When the hub is down or refuses for a while, the
-entry waits with exponential backoff; when the hub refuses it for good (too large, unknown
-recipient) the owning side is told through ``on_refused``, which fails the task.
+A message is queued in the same transaction as the task change it reports, and sealed before
+that transaction is flushed when the recipient's key is at hand (:meth:`Outbox.seal_new`: one
+fsync then covers both), else by the sender loop on its first attempt; the envelope is kept, so
+the id never changes. The sender loop hands it to the hub and deletes it once the hub took it.
+When the hub is down or refuses for a while, the entry waits with exponential backoff; when the
+hub refuses it for good (too large, unknown recipient) the owning side is told through
+``on_refused``, which fails the task.
 """
 
 from __future__ import annotations
@@ -89,9 +91,32 @@ class Outbox:
         self._run_effects = run_effects
         self._wake = asyncio.Event()
         self._held_until: float | None = None
+        self._sealed_after = 0
+        """Entries up to this seq were offered to :meth:`seal_new` already."""
 
     def wake(self) -> None:
         self._wake.set()
+
+    def seal_new(self) -> None:
+        """Seal the entries queued since the last call, in their own commit, so that the flush
+        that follows covers the task change and its envelope together and the sender loop
+        only sends. Left to the sender loop: progress its task's end may still supersede, an
+        entry whose recipient's key would have to be looked up, and everything while the hub
+        is not joined (an envelope is sealed when it can leave)."""
+        if self._hub.status.state is not JoinState.REGISTERED:
+            return
+        with self._store.transaction(durable=False):
+            for entry in self._store.outbox_unsealed(self._sealed_after):
+                self._sealed_after = entry.seq
+                peer = None if _is_progress(entry) else self._hub.cached_peer(entry.peer_aid)
+                if peer is None or not peer.encryption_key:
+                    continue
+                try:
+                    envelope = seal(self._identity, entry.peer_aid, peer.encryption_key,
+                                    entry.body)
+                except ValueError:
+                    continue  # the sender loop refuses it for good (see _send)
+                self._store.outbox_sealed(entry.seq, envelope, ahead=True)
 
     async def run(self) -> None:
         """Send what is due, then sleep until woken, until the next retry, or a second."""
@@ -170,6 +195,7 @@ class Outbox:
             # On disk before it leaves: the entry (its task's change) and, once sealed, the
             # envelope, so that a resend after any crash carries the same id.
             await self._store.flush()
+            self._store.outbox_attempt(entry.seq)
             await hub.send(envelope)
             self._metrics.envelopes_sent.inc()
         except HubError as error:

@@ -88,6 +88,24 @@ async def test_outbox_keeps_order_and_envelope(tmp_path: Path) -> None:
         assert store.outbox_withdraw("t") == 3 and store.outbox_next_attempt() is None
 
 
+async def test_an_envelope_sealed_ahead_is_unsent_until_its_attempt(tmp_path: Path) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        store.enqueue("p" * 32, {"n": 0}, task_id="t")
+        store.enqueue("p" * 32, {"n": 1}, task_id="u")
+        first, second = store.outbox_unsealed(0)
+        assert store.outbox_unsealed(first.seq) == [second]
+        store.outbox_sealed(first.seq, {"id": "env-1"}, ahead=True)
+        assert store.outbox_unsealed(0) == [second]
+        assert not store.outbox_sent_any("t")  # sealed, never handed to the hub
+        store.outbox_attempt(first.seq)
+        assert store.outbox_sent_any("t")
+    async with open_store(tmp_path / "anet.db") as store:
+        store.outbox_sealed(second.seq, {"id": "env-2"}, ahead=True)
+    async with open_store(tmp_path / "anet.db") as store:
+        # after a restart nothing says it was not sent: it counts as maybe sent
+        assert store.outbox_sent_any("u")
+
+
 async def test_seen_envelopes_expire(tmp_path: Path) -> None:
     async with open_store(tmp_path / "anet.db") as store:
         assert store.mark_seen("e1", "p" * 32, expires_at=100.0)

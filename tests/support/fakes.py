@@ -127,6 +127,9 @@ class FakeLink:
             raise HubError("unreachable", "the hub is down")
         return self.hub.peer(aid)
 
+    def cached_peer(self, aid: str) -> PeerInfo | None:
+        return None  # nothing is cached: every peer() asks the fake hub
+
     async def search(self, query: SearchQuery) -> SearchPage:
         return SearchPage(peers=[self.hub.peer(aid) for aid in self.hub.identities])
 
