@@ -64,6 +64,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "AID_REGEX", "AidError", "HistoryError", "Identity", "VerifiedHistory", "check_aid",
         "is_aid", "verify_history", "verify_signature",
     ),
+    "anet_core.identity.keys": ("verify_ed25519",),
     "anet_core.identity.keystore": ("IdentityError",),
     "anet_core.link": (
         "QUERY_REFUSALS", "HubError", "KeyState", "PeerInfo", "SearchPage", "SearchQuery",
@@ -209,6 +210,7 @@ __all__ = [
     "running_pid",
     "search_remote",
     "unb64u",
+    "verify_ed25519",
     "verify_history",
     "verify_signature",
     "write_atomic",

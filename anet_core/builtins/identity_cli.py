@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from anet_core.evidence import ReadRecord
     from anet_core.node import Node
 
-# Identities and the evidence chain (cryptography, pydantic) load in the commands that read them.
+# Identities and the evidence chain (libsodium, pydantic) load in the commands that read them.
 
 
 @hookimpl

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from anet_core.cli.context import CliContext
     from anet_core.settings import DataPaths
 
-# The data directory's set-up (keys, config.json: cryptography, pydantic) loads in the commands
+# The data directory's set-up (keys, config.json: libsodium, pydantic) loads in the commands
 # that make it, not for `anet status`.
 
 START_TIMEOUT_S = 30.0

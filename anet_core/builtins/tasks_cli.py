@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from anet_core.wire import TaskState
 
 # What the commands need of the wire models, the protocol and identities (pydantic,
-# cryptography) is imported where they run: `anet --help` loads none of it.
+# libsodium) is imported where they run: `anet --help` loads none of it.
 
 WAIT_POLL_S = 0.2
 DEFAULT_WAIT_S = 300.0

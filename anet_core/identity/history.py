@@ -25,11 +25,10 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any, Literal
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from anet_core.errors import ReasonError
 from anet_core.identity.aid import derive_aid
 from anet_core.identity.encoding import decode_b64u
+from anet_core.identity.keys import SigningKey
 from anet_core.identity.signatures import (
     KEY_STATEMENT_CONTEXT,
     PUBLIC_KEY_BYTES,
@@ -143,8 +142,8 @@ def _non_negative_int(value: object, name: str) -> int:
 
 def build_statement(*, seq: int, kind: StatementKind, signing_key: bytes, encryption_key: bytes,
                     recovery_key: bytes, prev: str | None, created: int,
-                    signer: Ed25519PrivateKey | None,
-                    recovery_signer: Ed25519PrivateKey | None) -> KeyStatement:
+                    signer: SigningKey | None,
+                    recovery_signer: SigningKey | None) -> KeyStatement:
     """Make a signed statement; ``signer`` and ``recovery_signer`` as the module docstring says."""
     unsigned = KeyStatement(seq=seq, kind=kind, signing_key=signing_key,
                             encryption_key=encryption_key, recovery_key=recovery_key, prev=prev,

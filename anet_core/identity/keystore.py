@@ -33,15 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-)
-
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import (
     HistoryError,
@@ -50,6 +41,7 @@ from anet_core.identity.history import (
     build_statement,
     verify_history,
 )
+from anet_core.identity.keys import KEY_BYTES, EncryptionKey, SigningKey
 from anet_core.identity.signatures import RAW_CONTEXT, RESERVED_CONTEXTS, sign_with_key
 from anet_core.util.canonical import b64u
 from anet_core.util.fsutil import write_atomic, write_private
@@ -58,24 +50,15 @@ HISTORY_FILE = "history.json"
 RETAINED_PREVIOUS_ENCRYPTION_KEYS = 2
 """How many superseded encryption keys stay on disk (envelopes in flight or queued at a hub)."""
 
-_PRIVATE_KEY_BYTES = 32
 _LOAD_ATTEMPTS = 3
 """A reader racing a rotation may find the old history's key files just deleted; it reads again."""
 
-_Key = Ed25519PrivateKey | X25519PrivateKey
+_Key = SigningKey | EncryptionKey
 
 
 class IdentityError(Exception):
     """The identity directory cannot be used. The message names the file and what to do; it never
     holds key material."""
-
-
-def _raw_private(key: _Key) -> bytes:
-    return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-
-
-def _raw_public(key: _Key) -> bytes:
-    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
 @dataclass(frozen=True)
@@ -85,7 +68,7 @@ class Signer:
 
     aid: str
     key_seq: int
-    _private_key: Ed25519PrivateKey = field(repr=False)
+    _private_key: SigningKey = field(repr=False)
 
     def sign(self, data: bytes, *, context: str = RAW_CONTEXT) -> bytes:
         """Ed25519 signature of ``data`` under ``context`` (see ``signatures``)."""
@@ -110,9 +93,9 @@ _JWS_SIGNING_INPUT = re.compile(rb"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 @dataclass(frozen=True)
 class _KeyState:
     history: VerifiedHistory
-    signing: Ed25519PrivateKey = field(repr=False)
-    recovery: Ed25519PrivateKey = field(repr=False)
-    encryption: tuple[X25519PrivateKey, ...] = field(repr=False)
+    signing: SigningKey = field(repr=False)
+    recovery: SigningKey = field(repr=False)
+    encryption: tuple[EncryptionKey, ...] = field(repr=False)
     """Current first, then older ones still retained."""
 
 
@@ -139,11 +122,11 @@ class Identity:
                                 "move the directory away to start a new one")
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(directory, 0o700)
-        signing, encryption, recovery = (Ed25519PrivateKey.generate(), X25519PrivateKey.generate(),
-                                         Ed25519PrivateKey.generate())
+        signing, encryption, recovery = (SigningKey.generate(), EncryptionKey.generate(),
+                                         SigningKey.generate())
         genesis = build_statement(
-            seq=0, kind="genesis", signing_key=_raw_public(signing),
-            encryption_key=_raw_public(encryption), recovery_key=_raw_public(recovery), prev=None,
+            seq=0, kind="genesis", signing_key=signing.public,
+            encryption_key=encryption.public, recovery_key=recovery.public, prev=None,
             created=int(time.time()), signer=signing, recovery_signer=recovery)
         _write_key_files(directory, 0, signing=signing, encryption=encryption, recovery=recovery)
         history = verify_history([genesis.to_dict()])
@@ -222,7 +205,7 @@ class Identity:
         """
         return self.signer().sign(data, context=context)
 
-    def encryption_private_keys(self) -> tuple[X25519PrivateKey, ...]:
+    def encryption_private_keys(self) -> tuple[EncryptionKey, ...]:
         """The current X25519 private key first, then the retained previous ones (newest first)."""
         return self._state.encryption
 
@@ -236,12 +219,12 @@ class Identity:
         with self._rotation_lock:
             state = self._state
             previous = state.history.current
-            signing, encryption = Ed25519PrivateKey.generate(), X25519PrivateKey.generate()
-            recovery = Ed25519PrivateKey.generate() if emergency else state.recovery
+            signing, encryption = SigningKey.generate(), EncryptionKey.generate()
+            recovery = SigningKey.generate() if emergency else state.recovery
             statement = build_statement(
                 seq=previous.seq + 1, kind="emergency" if emergency else "rotate",
-                signing_key=_raw_public(signing), encryption_key=_raw_public(encryption),
-                recovery_key=_raw_public(recovery), prev=previous.hash,
+                signing_key=signing.public, encryption_key=encryption.public,
+                recovery_key=recovery.public, prev=previous.hash,
                 created=int(time.time()),
                 signer=None if emergency else state.signing,
                 recovery_signer=state.recovery if emergency else None)
@@ -260,10 +243,10 @@ def _key_path(directory: Path, role: str, seq: int) -> Path:
     return directory / f"{role}-{seq}.key"
 
 
-def _write_key_files(directory: Path, seq: int, *, signing: Ed25519PrivateKey,
-                     encryption: X25519PrivateKey, recovery: Ed25519PrivateKey) -> None:
+def _write_key_files(directory: Path, seq: int, *, signing: SigningKey,
+                     encryption: EncryptionKey, recovery: SigningKey) -> None:
     for role, key in (("signing", signing), ("encryption", encryption), ("recovery", recovery)):
-        write_private(_key_path(directory, role, seq), b64u(_raw_private(key)) + "\n")
+        write_private(_key_path(directory, role, seq), b64u(key.raw) + "\n")
 
 
 def _write_history(directory: Path, history: VerifiedHistory) -> None:
@@ -290,35 +273,34 @@ def _read_history(directory: Path) -> VerifiedHistory:
 def _read_key_state(directory: Path, history: VerifiedHistory) -> _KeyState:
     """Load the keys the history's current statement names; ``FileNotFoundError`` when absent."""
     current = history.current
-    signing = _read_private_key(directory, "signing", current, Ed25519PrivateKey)
-    recovery = _read_private_key(directory, "recovery", current, Ed25519PrivateKey)
-    encryption = [_read_private_key(directory, "encryption", current, X25519PrivateKey)]
+    signing = _read_private_key(directory, "signing", current, SigningKey)
+    recovery = _read_private_key(directory, "recovery", current, SigningKey)
+    encryption = [_read_private_key(directory, "encryption", current, EncryptionKey)]
     for statement in reversed(history.statements[:-1][-RETAINED_PREVIOUS_ENCRYPTION_KEYS:]):
         try:
             encryption.append(_read_private_key(directory, "encryption", statement,
-                                                X25519PrivateKey))
+                                                EncryptionKey))
         except FileNotFoundError:
             break  # pruned: older ones are gone too
     return _KeyState(history, signing, recovery, tuple(encryption))
 
 
 def _read_private_key(directory: Path, role: str, statement: KeyStatement,
-                      key_type: type[Ed25519PrivateKey | X25519PrivateKey]) -> Any:
+                      key_type: type[_Key]) -> Any:
     path = _key_path(directory, role, statement.seq)
     mode = path.stat().st_mode  # FileNotFoundError propagates: the caller may retry
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise IdentityError(f"{path} is readable by other users (mode {stat.S_IMODE(mode):o}); "
                             f"run `chmod 600 {path}` and consider the key exposed")
     try:
-        key = key_type.from_private_bytes(
-            decode_b64u(path.read_text(encoding="ascii").strip(), what=f"{role} key",
-                        length=_PRIVATE_KEY_BYTES))
+        key = key_type(decode_b64u(path.read_text(encoding="ascii").strip(), what=f"{role} key",
+                                   length=KEY_BYTES))
     except (ValueError, UnicodeDecodeError):
         raise IdentityError(f"{path} does not hold a {role} key; restore it from a backup"
                             ) from None
     expected = {"signing": statement.signing_key, "encryption": statement.encryption_key,
                 "recovery": statement.recovery_key}[role]
-    if _raw_public(key) != expected:
+    if key.public != expected:
         raise IdentityError(f"{path} does not match the {role} key of key seq {statement.seq} "
                             f"in {HISTORY_FILE}; restore the matching file from a backup")
     return key

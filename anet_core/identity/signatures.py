@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import re
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-
 from anet_core.identity.encoding import decode_b64u
+from anet_core.identity.keys import KEY_BYTES, SIGNATURE_BYTES, SigningKey, verify_ed25519
 
-PUBLIC_KEY_BYTES = 32
-SIGNATURE_BYTES = 64
+PUBLIC_KEY_BYTES = KEY_BYTES
 
 KEY_STATEMENT_CONTEXT = "anet-key-statement-v1"
 DOCUMENT_CONTEXT = "anet-document-v1"
@@ -42,21 +39,14 @@ def signed_message(context: str, data: bytes) -> bytes:
     return context.encode() + b"\x00" + data
 
 
-def sign_with_key(private_key: Ed25519PrivateKey, context: str, data: bytes) -> bytes:
+def sign_with_key(private_key: SigningKey, context: str, data: bytes) -> bytes:
     """Sign ``data`` under ``context`` with a private key held by this process."""
     return private_key.sign(signed_message(context, data))
 
 
 def verify_with_key(public_key: bytes, context: str, data: bytes, signature: bytes) -> bool:
     """True when ``signature`` signs ``data`` under ``context`` for the raw ``public_key``."""
-    if len(public_key) != PUBLIC_KEY_BYTES or len(signature) != SIGNATURE_BYTES:
-        return False
-    message = signed_message(context, data)
-    try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+    return verify_ed25519(public_key, signature, signed_message(context, data))
 
 
 def verify_signature(public_key_b64u: str, data: bytes, signature: bytes | str, *,

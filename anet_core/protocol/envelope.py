@@ -27,17 +27,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
 from anet_core.errors import ReasonError
 from anet_core.identity.aid import check_aid, is_aid
 from anet_core.identity.encoding import check_b64u, decode_b64u, decode_checked_b64u
 from anet_core.identity.history import VerifiedHistory
+from anet_core.identity.keys import (
+    AEAD_TAG_BYTES,
+    KEY_BYTES,
+    DecryptionError,
+    EncryptionKey,
+    aead_decrypt,
+    aead_encrypt,
+    hkdf_sha256,
+)
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import ENVELOPE_CONTEXT, SIGNATURE_BYTES, verify_with_key
 from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
@@ -48,8 +50,7 @@ ENVELOPE_FIELDS = frozenset({"v", "id", "from", "to", "epk", "nonce", "ct"})
 INNER_FIELDS = frozenset({"from", "to", "id", "ts", "keySeq", "body", "signature"})
 ENVELOPE_ID_BYTES = 16
 NONCE_BYTES = 12
-X25519_KEY_BYTES = 32
-AEAD_TAG_BYTES = 16
+X25519_KEY_BYTES = KEY_BYTES
 MAX_CIPHERTEXT_BYTES = 128 * 1024 * 1024
 """The protocol's ceiling on a ciphertext: a 96 MiB A2A request body sealed whole fits. Hubs
 enforce a lower per-node limit of their own (16 MiB by default) and say so when they refuse."""
@@ -120,16 +121,17 @@ def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes |
                          f"{MAX_CIPHERTEXT_BYTES - AEAD_TAG_BYTES}; send large content by "
                          "reference")
 
-    ephemeral = X25519PrivateKey.generate()
-    epk = ephemeral.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    ephemeral = EncryptionKey.generate()
+    epk = ephemeral.public
     try:
-        shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(recipient_key))
+        shared = ephemeral.exchange(recipient_key)
     except ValueError:
         raise ValueError("the recipient encryption key is not a usable X25519 key "
                          "(a low-order point); refresh the recipient's key history") from None
     nonce = os.urandom(NONCE_BYTES)
-    ciphertext = ChaCha20Poly1305(_derive_key(shared, epk, recipient_key)).encrypt(
-        nonce, plaintext, _associated_data(envelope_id, signer.aid, recipient_aid, epk, nonce))
+    ciphertext = aead_encrypt(
+        _derive_key(shared, epk, recipient_key), nonce, plaintext,
+        _associated_data(envelope_id, signer.aid, recipient_aid, epk, nonce))
     return {"v": ENVELOPE_VERSION, "id": envelope_id, "from": signer.aid, "to": recipient_aid,
             "epk": b64u(epk), "nonce": b64u(nonce), "ct": b64u(ciphertext)}
 
@@ -255,24 +257,21 @@ def _associated_data(envelope_id: str, sender: str, recipient: str, epk: bytes,
 
 
 def _derive_key(shared: bytes, epk: bytes, recipient_key: bytes) -> bytes:
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=epk + recipient_key,
-                info=HKDF_INFO).derive(shared)
+    return hkdf_sha256(shared, salt=epk + recipient_key, info=HKDF_INFO)
 
 
 def _decrypt(header: EnvelopeHeader, recipient: Identity) -> bytes:
     """Try the current and the retained previous encryption keys (the header does not say which)."""
-    ephemeral = X25519PublicKey.from_public_bytes(header.epk)
     associated_data = header.associated_data()
     for private_key in recipient.encryption_private_keys():
         try:
-            shared = private_key.exchange(ephemeral)
+            shared = private_key.exchange(header.epk)
         except ValueError:  # low-order epk: no key, so nothing can be authentic
             break
-        recipient_key = private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         try:
-            return ChaCha20Poly1305(_derive_key(shared, header.epk, recipient_key)).decrypt(
-                header.nonce, header.ciphertext, associated_data)
-        except InvalidTag:
+            return aead_decrypt(_derive_key(shared, header.epk, private_key.public), header.nonce,
+                                header.ciphertext, associated_data)
+        except DecryptionError:
             continue
     raise EnvelopeError("tampered", "the envelope does not decrypt with this node's keys: it was "
                                     "changed in transit or sealed to a key this node does not hold")

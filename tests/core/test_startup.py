@@ -29,7 +29,7 @@ from tests.support.processes import ANET, HubProcess, free_port
 CLI_TIMEOUT_S = 60
 
 HEAVY_FOR_A_COMMAND = frozenset({
-    "aiohttp", "pydantic", "pydantic_core", "cryptography", "prometheus_client", "asyncio",
+    "aiohttp", "pydantic", "pydantic_core", "nacl", "cryptography", "prometheus_client", "asyncio",
     "sqlite3", "mcp", "ruamel", "x402",
     "anet_core.node", "anet_core.wire", "anet_core.config", "anet_core.tasks", "anet_core.link",
     "anet_core.store", "anet_core.identity", "anet_core.protocol",
@@ -38,10 +38,11 @@ HEAVY_FOR_A_COMMAND = frozenset({
 HTTP server, the crypto, the models and the node itself."""
 
 NEVER_IN_A_DAEMON = frozenset({
-    "mcp", "ruamel", "pydantic_settings", "importlib_metadata",
+    "cryptography", "mcp", "ruamel", "pydantic_settings", "importlib_metadata",
     "anet_mcp.server", "anet_mcp.command", "anet_a2a.hermes", "anet_a2a.cli",
 })
-"""What an idle node or hub does not run: ``anet mcp`` and its SDK, Hermes wiring (YAML)."""
+"""What an idle node or hub does not run: ``anet mcp`` and its SDK, Hermes wiring (YAML); and
+what it no longer needs: ``cryptography`` (its crypto comes from libsodium)."""
 
 NODE_SIDE = frozenset({"anet_core.node", "anet_core.tasks", "anet_core.link", "anet_core.store",
                        "anet_a2a.server", "anet_backends.service"})

@@ -106,7 +106,7 @@ def test_rotation_deletes_old_signing_keys_and_keeps_recent_encryption_keys(
     assert names == sorted([*kept, "recovery-4.key", "signing-4.key"])
     assert len(identity.encryption_private_keys()) == RETAINED_PREVIOUS_ENCRYPTION_KEYS + 1
     loaded = Identity.load(directory)
-    public = [key.public_key().public_bytes_raw() for key in loaded.encryption_private_keys()]
+    public = [key.public for key in loaded.encryption_private_keys()]
     expected = [verify_history(identity.history).statements[seq].encryption_key
                 for seq in (4, 3, 2)]
     assert public == expected

@@ -8,9 +8,6 @@ import hashlib
 from dataclasses import dataclass
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -24,28 +21,29 @@ from anet_core.identity import (
     verify_history,
 )
 from anet_core.identity.history import MAX_HISTORY_LENGTH, KeyStatement, build_statement
+from anet_core.identity.keys import EncryptionKey, SigningKey
 from anet_core.identity.signatures import KEY_STATEMENT_CONTEXT, RAW_CONTEXT, sign_with_key
 from anet_core.util.canonical import b64u, canonical_json
 
 
-def public(key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:
-    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+def public(key: SigningKey | EncryptionKey) -> bytes:
+    return key.public
 
 
 @dataclass
 class Keys:
-    signing: Ed25519PrivateKey
-    encryption: X25519PrivateKey
-    recovery: Ed25519PrivateKey
+    signing: SigningKey
+    encryption: EncryptionKey
+    recovery: SigningKey
 
     @classmethod
-    def new(cls, recovery: Ed25519PrivateKey | None = None) -> Keys:
-        return cls(Ed25519PrivateKey.generate(), X25519PrivateKey.generate(),
-                   recovery or Ed25519PrivateKey.generate())
+    def new(cls, recovery: SigningKey | None = None) -> Keys:
+        return cls(SigningKey.generate(), EncryptionKey.generate(),
+                   recovery or SigningKey.generate())
 
 
-def genesis(keys: Keys, *, signer: Ed25519PrivateKey | None = None,
-            recovery_signer: Ed25519PrivateKey | None = None) -> KeyStatement:
+def genesis(keys: Keys, *, signer: SigningKey | None = None,
+            recovery_signer: SigningKey | None = None) -> KeyStatement:
     return build_statement(seq=0, kind="genesis", signing_key=public(keys.signing),
                            encryption_key=public(keys.encryption),
                            recovery_key=public(keys.recovery), prev=None, created=1_700_000_000,
@@ -54,8 +52,8 @@ def genesis(keys: Keys, *, signer: Ed25519PrivateKey | None = None,
 
 
 def successor(previous: KeyStatement, keys: Keys, kind: str, *,
-              signer: Ed25519PrivateKey | None = None,
-              recovery_signer: Ed25519PrivateKey | None = None) -> KeyStatement:
+              signer: SigningKey | None = None,
+              recovery_signer: SigningKey | None = None) -> KeyStatement:
     return build_statement(seq=previous.seq + 1, kind=kind, signing_key=public(keys.signing),
                            encryption_key=public(keys.encryption),
                            recovery_key=public(keys.recovery), prev=previous.hash,
@@ -162,8 +160,8 @@ def test_extends() -> None:
 
 def test_forged_genesis_signature() -> None:
     keys = Keys.new()
-    assert reason_of([genesis(keys, signer=Ed25519PrivateKey.generate()).to_dict()]) == "forged"
-    stranger = Ed25519PrivateKey.generate()
+    assert reason_of([genesis(keys, signer=SigningKey.generate()).to_dict()]) == "forged"
+    stranger = SigningKey.generate()
     assert reason_of([genesis(keys, recovery_signer=stranger).to_dict()]) == "forged"
 
 
@@ -182,7 +180,7 @@ def test_changed_field_after_signing_is_forged() -> None:
 def test_rotation_by_a_stranger_is_forged() -> None:
     chain = make_chain([])
     statement = successor(chain.statements[0], Keys.new(chain.keys[0].recovery), "rotate",
-                          signer=Ed25519PrivateKey.generate())
+                          signer=SigningKey.generate())
     assert reason_of([*chain.wire, statement.to_dict()]) == "forged"
 
 

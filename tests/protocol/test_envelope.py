@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -18,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anet_core.identity import Identity, Signer
+from anet_core.identity.keys import SigningKey
 from anet_core.identity.signatures import ENVELOPE_CONTEXT
 from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
@@ -63,7 +63,8 @@ def reason_of(envelope: Any, recipient: Identity, sender: Identity, **kwargs: An
 def seal_raw(inner: dict[str, Any] | bytes, *, sender_aid: str, recipient: Identity,
              envelope_id: str | None = None) -> dict[str, Any]:
     """Seal an arbitrary payload exactly as docs/protocol.md describes: an independent
-    implementation, so these tests also check the documented construction."""
+    implementation (OpenSSL's, through ``cryptography``, where anet uses libsodium), so these
+    tests also check the documented construction."""
     envelope_id = envelope_id or b64u(os.urandom(16))
     recipient_key = unb64u(recipient.encryption_public_key)
     ephemeral = X25519PrivateKey.generate()
@@ -92,7 +93,7 @@ class ImpostorSender:
 
     def __init__(self, aid: str, key_seq: int = 0) -> None:
         self.aid = aid
-        self._signer = Signer(aid, key_seq, Ed25519PrivateKey.generate())
+        self._signer = Signer(aid, key_seq, SigningKey.generate())
 
     def signer(self) -> Signer:
         return self._signer

@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-from anet_core.api import Identity, b64u, unb64u
+from anet_core.api import Identity, b64u, unb64u, verify_ed25519
 from anet_core.wire import AgentCardSignature
 
 MAX_DEPTH = 128
@@ -146,10 +143,9 @@ def verify_card(card: dict[str, Any]) -> CardSignatureCheck:
             continue
         kid = str(header.get("kid", ""))[:200]
         try:
-            key = Ed25519PublicKey.from_public_bytes(unb64u(jwk["x"]))
-            key.verify(unb64u(signature["signature"]),
-                       f"{signature['protected']}.{payload}".encode())
-        except (InvalidSignature, KeyError, TypeError, ValueError):
-            return CardSignatureCheck(SignatureState.INVALID, kid)
-        return CardSignatureCheck(SignatureState.VALID, kid)
+            valid = verify_ed25519(unb64u(jwk["x"]), unb64u(signature["signature"]),
+                                   f"{signature['protected']}.{payload}".encode())
+        except (KeyError, TypeError, ValueError):
+            valid = False
+        return CardSignatureCheck(SignatureState.VALID if valid else SignatureState.INVALID, kid)
     return CardSignatureCheck(SignatureState.UNSUPPORTED)
