@@ -17,14 +17,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
-from x402.schemas import SettleResponse, SupportedResponse, VerifyResponse
 
 from anet_core.protocol.payments import FACILITATOR_PATH, PaymentError
 from anet_hub.http_errors import storage_errors
-from anet_hub.rail import HubRail
 
 if TYPE_CHECKING:
+    from x402.schemas import SettleResponse, SupportedResponse, VerifyResponse
+
     from anet_hub.app import HubState
+    from anet_hub.rail import HubRail
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ async def _body(request: web.Request) -> tuple[bool, object]:
 
 def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> None:
     def rail(request: web.Request) -> HubRail:
+        # The rail and the x402 package's models load at the first payment request, not in an
+        # idle hub: building those models costs 6.4 MiB (docs/performance.md, "Idle memory").
+        from anet_hub.rail import HubRail
+
         hub = request.app[state_key]
         return HubRail(hub.identity, hub.storage)
 

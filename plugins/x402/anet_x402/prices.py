@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from x402.schemas import PaymentRequired, PaymentRequirements, ResourceInfo
+from typing import TYPE_CHECKING, Any
 
 from anet_core.api import DataPaths
 from anet_core.protocol.payments import RAIL_SCHEME, format_amount, rail_network
 from anet_core.protocol.tasks import ANY_SKILL
 from anet_x402.config import HOME_RAIL, Price
 from anet_x402.rail import RailError, rail_url
+
+if TYPE_CHECKING:  # x402's models load at the first quote (docs/performance.md, "Idle memory")
+    from x402.schemas import PaymentRequired, PaymentRequirements
 
 QUOTE_TIMEOUT_S = 600
 """``maxTimeoutSeconds`` of every requirement: how long the payee waits for the work and its
@@ -73,6 +74,8 @@ def reachable_rails(price: Price, home: Rail | None,
 
 
 def requirements(price: Price, rail: Rail, *, payee: str, task_id: str) -> PaymentRequirements:
+    from x402.schemas import PaymentRequirements
+
     return PaymentRequirements(scheme=RAIL_SCHEME, network=rail.network, asset=price.asset,
                                amount=str(price.atomic), pay_to=payee,
                                max_timeout_seconds=QUOTE_TIMEOUT_S,
@@ -82,6 +85,8 @@ def requirements(price: Price, rail: Rail, *, payee: str, task_id: str) -> Payme
 def quote(skill: str, price: Price, rails: list[Rail], *, payee: str, task_id: str,
           error: str) -> PaymentRequired:
     """The quote of ``skill`` for the task ``task_id``: one option per rail."""
+    from x402.schemas import PaymentRequired, ResourceInfo
+
     return PaymentRequired(
         x402_version=X402_VERSION, error=error,
         resource=ResourceInfo(url=f"anet:{payee}#{skill}",

@@ -23,17 +23,9 @@ import json
 import logging
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from x402.schemas import (
-    PaymentPayload,
-    PaymentPayloadV1,
-    PaymentRequired,
-    PaymentRequirements,
-    SettleResponse,
-    parse_payment_payload,
-)
 
 from anet_core.api import (
     DataPaths,
@@ -62,6 +54,9 @@ from anet_x402.extension import (
 from anet_x402.prices import Rail, dumped, home_rail, price_of, quote, reachable_rails
 from anet_x402.quotes import Payment, PaymentBook, PaymentStatus
 from anet_x402.rail import RailClient, RailError
+
+if TYPE_CHECKING:  # x402's models load at the first paid task (docs/performance.md, "Idle memory")
+    from x402.schemas import PaymentRequired, PaymentRequirements
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +166,8 @@ class PaymentDesk:
                                          "here is a new quote.")
             return self._failed(task, "invalid_network", f"This agent cannot settle at "
                                                          f"{option.network} any more.")
+        from x402.schemas import PaymentPayload
+
         try:
             async with RailClient(rail.http_url) as client:
                 answer = await client.verify(PaymentPayload.model_validate(payload), option)
@@ -315,6 +312,8 @@ class PaymentDesk:
         """One settle attempt (retried while the rail is unreachable), as the receipt to
         append: the rail's SettleResponse; the original settlement the rail returns for a
         nonce it settled before counts as this one's."""
+        from x402.schemas import PaymentPayload, PaymentRequirements, SettleResponse
+
         network = str(payment.accepted.get("network"))
         rail = self._rail(network)
         if rail is None:
@@ -386,6 +385,8 @@ def quoted(question: dict[str, Any] | None) -> PaymentRequired | None:
     metadata = (question or {}).get("metadata") or {}
     if metadata.get(PAYMENT_STATUS) != PaymentState.REQUIRED or PAYMENT_REQUIRED not in metadata:
         return None
+    from x402.schemas import PaymentRequired
+
     try:
         return PaymentRequired.model_validate(metadata[PAYMENT_REQUIRED])
     except ValidationError:
@@ -396,6 +397,8 @@ def matched(offered: PaymentRequired, raw: Any, task_id: str
             ) -> tuple[PaymentRequirements, dict[str, Any]]:
     """The option of ``offered`` the payload ``raw`` pays (v2: ``accepted`` exactly; v1: by
     scheme and network) and the payload as v2, or a refusal naming what does not match."""
+    from x402.schemas import PaymentPayload, PaymentPayloadV1, parse_payment_payload
+
     if not isinstance(raw, dict):
         raise ReasonError("invalid_payload", "x402.payment.payload is missing or not an object")
     try:
@@ -449,6 +452,8 @@ def completed(payment: Payment) -> GateVerdict:
 
 
 def unsettled(network: str, reason: str, message: str) -> dict[str, Any]:
+    from x402.schemas import SettleResponse
+
     return dumped(SettleResponse(success=False, error_reason=reason, error_message=message,
                                  transaction="", network=network))
 

@@ -19,20 +19,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import BaseModel, ValidationError
-from x402.schemas import (
-    PaymentPayload,
-    PaymentPayloadV1,
-    PaymentRequirements,
-    PaymentRequirementsV1,
-    SettleResponse,
-    SupportedResponse,
-    VerifyResponse,
-)
 
 from anet_core.api import Identity, ReasonError
 from anet_core.protocol.payments import (
@@ -42,12 +33,24 @@ from anet_core.protocol.payments import (
     sign_balance_request,
 )
 
+if TYPE_CHECKING:  # x402's models load at the first request (docs/performance.md, "Idle memory")
+    from x402.schemas import (
+        PaymentPayload,
+        PaymentPayloadV1,
+        PaymentRequirements,
+        PaymentRequirementsV1,
+        SettleResponse,
+        SupportedResponse,
+        VerifyResponse,
+    )
+
+    Payload = PaymentPayload | PaymentPayloadV1
+    Requirements = PaymentRequirements | PaymentRequirementsV1
+
 DEFAULT_TIMEOUT_S = 15.0
 _SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
 
 Model = TypeVar("Model", bound=BaseModel)
-Payload = PaymentPayload | PaymentPayloadV1
-Requirements = PaymentRequirements | PaymentRequirementsV1
 
 
 class RailError(ReasonError):
@@ -121,14 +124,20 @@ class RailClient:
     # -- the facilitator interface ------------------------------------------------------------
 
     async def supported(self) -> SupportedResponse:
+        from x402.schemas import SupportedResponse
+
         return self._parsed(SupportedResponse, *await self._request("GET", "supported"))
 
     async def verify(self, payload: Payload, requirements: Requirements) -> VerifyResponse:
+        from x402.schemas import VerifyResponse
+
         status, answer = await self._request("POST", "verify",
                                              facilitator_body(payload, requirements))
         return self._parsed(VerifyResponse, status, answer, refusals=(400,))
 
     async def settle(self, payload: Payload, requirements: Requirements) -> SettleResponse:
+        from x402.schemas import SettleResponse
+
         status, answer = await self._request("POST", "settle",
                                              facilitator_body(payload, requirements))
         return self._parsed(SettleResponse, status, answer, refusals=(400,))

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from x402.schemas import PaymentPayload, PaymentRequired, PaymentRequirements
 
 from anet_core.api import AnetError, Identity, Reason, ReasonError, RequesterTurn, TurnAnswer
 from anet_core.protocol.payments import (
@@ -70,6 +69,8 @@ def quote_of(task: dict[str, Any]) -> Quote | None:
     if metadata.get(PAYMENT_STATUS) not in {PaymentState.REQUIRED, PaymentState.FAILED} or \
             not isinstance(required, dict):
         return None
+    from x402.schemas import PaymentRequired  # at the first quote (docs/performance.md)
+
     try:
         PaymentRequired.model_validate(required)
     except ValidationError as error:
@@ -120,6 +121,8 @@ class Option:
 def read_option(raw: dict[str, Any], *, task_id: str, peer: str) -> Option:
     """The option when this node can pay it for ``task_id`` to ``peer``; a
     :class:`ReasonError` ``option_not_offered`` naming what is wrong otherwise."""
+    from x402.schemas import PaymentRequirements
+
     try:
         requirements = PaymentRequirements.model_validate(raw)
         hub = rail_hub(requirements.network)
@@ -363,6 +366,8 @@ class Signer:
         return options
 
     def _sign(self, option: Option, quote: Quote, tier: Tier) -> Signed:
+        from x402.schemas import PaymentPayload
+
         validity = int(option.raw.get("maxTimeoutSeconds") or DEFAULT_VALIDITY_S)
         authorization = sign_authorization(
             self._identity, payee=option.payee, network=option.raw["network"],
