@@ -91,6 +91,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "PROC", "WILDCARDS", "command_of", "holders", "listening_sockets", "normal_address",
     ),
     "anet_core.util.serverlog": ("SERVER_LOG",),
+    "anet_core.util.strictjson": ("UnencodableText", "check_value", "load_json"),
 }
 """The names imported on first use, by the module that defines them."""
 
@@ -184,12 +185,14 @@ __all__ = [
     "TokenFile",
     "TurnAnswer",
     "TurnHandler",
+    "UnencodableText",
     "Verification",
     "VerifiedHistory",
     "b64u",
     "bind_loopback",
     "canonical_json",
     "check_aid",
+    "check_value",
     "command_of",
     "configure_logging",
     "decode_cursor",
@@ -202,6 +205,7 @@ __all__ = [
     "is_aid",
     "lazy",
     "listening_sockets",
+    "load_json",
     "normal_address",
     "page_newest_first",
     "parse_duration",

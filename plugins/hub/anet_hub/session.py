@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
 
-from anet_core.api import b64u
+from anet_core.api import UnencodableText, b64u, check_value, load_json
 from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     CHALLENGE_TTL_S,
@@ -44,7 +44,6 @@ from anet_core.protocol.frames import (
     SendFrame,
     challenge_bytes,
 )
-from anet_core.wire import UnencodableText, check_value, load_json
 from anet_hub.delivery import Connection
 from anet_hub.directory import Challenge, check_answer, check_challenge
 from anet_hub.storage import AgentState, StorageError
