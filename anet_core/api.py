@@ -87,6 +87,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     ),
     "anet_core.util.durations": ("GoDuration", "format_duration", "parse_duration"),
     "anet_core.util.fsutil": ("private_dir", "write_atomic", "write_private"),
+    "anet_core.util.memory": ("release_startup_memory",),
     "anet_core.util.procnet": (
         "PROC", "WILDCARDS", "command_of", "holders", "listening_sockets", "normal_address",
     ),
@@ -211,6 +212,7 @@ __all__ = [
     "parse_duration",
     "private_dir",
     "read_raw",
+    "release_startup_memory",
     "running_pid",
     "search_remote",
     "unb64u",

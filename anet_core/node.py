@@ -34,6 +34,7 @@ from anet_core.records import (
 from anet_core.settings import DataPaths, Settings
 from anet_core.store import Store, open_store
 from anet_core.tasks import InboundPolicy, TaskLayer
+from anet_core.util.memory import release_startup_memory
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +173,7 @@ class Node:
             self.tasks.receive()  # tasks arrive only once the modules that claim them run
             await self.hub.refresh_card()  # with the skills the started modules offer
             log.info("event=node-ready aid=%s", self.aid)
+            release_startup_memory()
             await self.stopping.wait()
             log.info("event=node-stopping aid=%s", self.aid)
 

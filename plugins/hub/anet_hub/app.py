@@ -33,7 +33,14 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from pydantic import ValidationError
 
-from anet_core.api import AID_REGEX, SERVER_LOG, AnetError, Identity, private_dir
+from anet_core.api import (
+    AID_REGEX,
+    SERVER_LOG,
+    AnetError,
+    Identity,
+    private_dir,
+    release_startup_memory,
+)
 from anet_core.protocol.frames import (
     MAX_SEARCH_LIMIT,
     PROTOCOL_VERSION,
@@ -362,6 +369,7 @@ async def serve(config: HubConfig, host: str, port: int) -> None:
                  ",".join(f"{address[0]}:{address[1]}" for address in runner.addresses),
                  state.identity.aid, config.approval, config.max_envelope_bytes,
                  config.rate_per_second, config.burst, config.queue_ttl_s)
+        release_startup_memory()
         await stop.wait()
         log.info("event=stopping")
     finally:
