@@ -88,6 +88,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "anet_core.util.durations": ("GoDuration", "format_duration", "parse_duration"),
     "anet_core.util.fsutil": ("private_dir", "write_atomic", "write_private"),
     "anet_core.util.memory": ("release_startup_memory",),
+    "anet_core.util.meters": ("Meters",),
     "anet_core.util.procnet": (
         "PROC", "WILDCARDS", "command_of", "holders", "listening_sockets", "normal_address",
     ),
@@ -162,6 +163,7 @@ __all__ = [
     "McpResult",
     "McpTool",
     "MessageLike",
+    "Meters",
     "Node",
     "NodeKey",
     "NodeMetrics",

@@ -17,13 +17,11 @@ if TYPE_CHECKING:
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    # aiohttp and the metrics load with the daemon, which calls this hook; a command never does.
+    # aiohttp loads with the daemon, which calls this hook; a command never does.
     from aiohttp import web
-
-    from anet_core.metrics import CONTENT_TYPE
 
     async def metrics(request: web.Request) -> web.Response:
         return web.Response(body=node.metrics.exposition(),
-                            headers={"Content-Type": CONTENT_TYPE})
+                            headers={"Content-Type": node.metrics.meters.content_type()})
 
     return [ControlRoutes(module="metrics", routes=[web.get("/", metrics)])]

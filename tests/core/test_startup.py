@@ -40,12 +40,14 @@ HTTP server, the crypto, the models and the node itself."""
 
 NEVER_IN_A_DAEMON = frozenset({
     "cryptography", "mcp", "ruamel", "pydantic_settings", "importlib_metadata", "x402",
+    "prometheus_client",
     "anet_hub.rail",
     "anet_mcp.server", "anet_mcp.command", "anet_a2a.hermes", "anet_a2a.cli",
 })
 """What an idle node or hub does not run: ``anet mcp`` and its SDK, Hermes wiring (YAML), the
-x402 package's models and the hub's payment rail (loaded by the first payment); and what it no
-longer needs: ``cryptography`` (its crypto comes from libsodium)."""
+x402 package's models and the hub's payment rail (loaded by the first payment),
+prometheus-client (loaded by the first scrape); and what it no longer needs: ``cryptography``
+(its crypto comes from libsodium)."""
 
 NODE_SIDE = frozenset({"anet_core.node", "anet_core.tasks", "anet_core.link", "anet_core.store",
                        "anet_a2a.server", "anet_backends.service"})

@@ -20,7 +20,6 @@ from aiohttp import web
 
 from anet_core.api import AnetError, Identity, IdentityError
 from anet_hub.deployment import Deployment, broker_name, open_existing, storage_name
-from anet_hub.metrics import CONTENT_TYPE
 from anet_hub.storage import HubStorage, StorageError
 
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ def add_probe_routes(app: web.Application, state_key: web.AppKey[HubState]) -> N
         except StorageError:
             hub.metrics.storage_errors.inc()
         return web.Response(body=hub.metrics.exposition(),
-                            headers={"Content-Type": CONTENT_TYPE})
+                            headers={"Content-Type": hub.metrics.meters.content_type()})
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
