@@ -19,6 +19,7 @@ from nacl import bindings, exceptions
 KEY_BYTES = 32
 SIGNATURE_BYTES = 64
 AEAD_TAG_BYTES = 16
+_SHA256_BYTES = 32
 
 
 class SigningKey:
@@ -97,7 +98,7 @@ def hkdf_sha256(secret: bytes, *, salt: bytes, info: bytes, length: int = KEY_BY
     """HKDF-SHA256 (RFC 5869): extract with ``salt``, expand with ``info``."""
     pseudo_random_key = hmac.digest(salt, secret, hashlib.sha256)
     output, block = b"", b""
-    for counter in range(1, -(-length // hashlib.sha256().digest_size) + 1):
+    for counter in range(1, -(-length // _SHA256_BYTES) + 1):
         block = hmac.digest(pseudo_random_key, block + info + bytes([counter]), hashlib.sha256)
         output += block
     return output[:length]
