@@ -22,6 +22,10 @@ MAX_DEPTH = 64
 (JSON-RPC request, params, message, parts, part, metadata), the rest is for data parts."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_MAY_HOLD_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+"""What a text that decodes to a surrogate contains: the escape of one, or one itself. A text
+without either needs no :func:`check_value` (an escaped backslash before ``ud8..`` matches too,
+and only costs the check)."""
 
 
 class UnencodableText(ValueError):
@@ -52,17 +56,25 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite
 def load_json(data: bytes | str) -> Any:
     """JSON text as RFC 8259 defines it (no NaN, no Infinity), nested at most
     :data:`MAX_DEPTH` levels; ``ValueError`` otherwise."""
+    return _load(_text(data))
+
+
+def _text(data: bytes | str) -> str:
+    if isinstance(data, str):
+        if data.startswith("\ufeff"):
+            raise ValueError("Unexpected UTF-8 BOM (decode using utf-8-sig)")
+        return data
+    return data.decode(json.detect_encoding(data), "surrogatepass")
+
+
+def _load(text: str) -> Any:
     too_deep = ValueError(f"the JSON nests deeper than {MAX_DEPTH} levels of arrays and objects")
     try:
-        if isinstance(data, str):
-            if data.startswith("\ufeff"):
-                raise ValueError("Unexpected UTF-8 BOM (decode using utf-8-sig)")
-            text = data
-        else:
-            text = data.decode(json.detect_encoding(data), "surrogatepass")
         value = _DECODER.decode(text)
     except RecursionError:
         raise too_deep from None
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return value  # too few brackets to nest deeper, whatever they are
     level: list[Any] = [value]
     for _ in range(MAX_DEPTH):
         level = [child for item in level if isinstance(item, dict | list)
@@ -111,6 +123,8 @@ def check_value(value: Any) -> None:
 
 def parse_json(data: bytes | str) -> Any:
     """The JSON value of ``data``; ``ValueError`` for anything that is not strict JSON text."""
-    value = load_json(data)
-    check_value(value)
+    text = _text(data)
+    value = _load(text)
+    if _MAY_HOLD_SURROGATE.search(text):
+        check_value(value)
     return value

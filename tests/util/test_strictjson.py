@@ -24,3 +24,25 @@ def test_the_refusal_names_where() -> None:
 def test_accepted() -> None:
     assert parse_json('{"smile": "\\ud83d\\ude00", "n": 1.5e300, "big": 123456789012345678901}'
                       ) == {"smile": "\U0001f600", "n": 1.5e300, "big": 123456789012345678901}
+
+
+@pytest.mark.parametrize("text", ['"\\uDBFF"', '["\\udc00x"]', '"a\\\\\\ud800"'])
+def test_a_lone_surrogate_is_found_however_it_is_written(text: str) -> None:
+    with pytest.raises(UnencodableText):
+        parse_json(text)
+
+
+def test_text_that_only_looks_like_an_escape_is_text() -> None:
+    assert parse_json('{"path": "C:\\\\ud800"}') == {"path": "C:\\ud800"}
+
+
+@pytest.mark.parametrize("depth", [63, 64, 65])
+def test_nesting_is_counted_with_few_brackets_and_with_many(depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    padded = "[" + ",".join(["[]"] * 70 + [nested]) + "]"  # more brackets than MAX_DEPTH
+    for text, levels in ((nested, depth), (padded, depth + 1)):
+        if levels > 64:
+            with pytest.raises(ValueError, match="nests deeper"):
+                parse_json(text)
+        else:
+            assert parse_json(text) is not None
