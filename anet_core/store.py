@@ -197,8 +197,8 @@ class Store:
         """``total_changes`` of the connection when the WAL was last synced: every change
         counted there is on disk."""
         self._sealed_ahead: set[int] = set()
-        """Outbox entries sealed ahead of their first attempt (``Outbox.seal_new``) that this
-        process has not handed to the hub yet: certainly unsent. A restart forgets them, and
+        """Outbox entries sealed as they were queued (``seal_ahead`` in tasks/outbox.py) that
+        this process has not handed to the hub yet: certainly unsent. A restart forgets them, and
         then counts them as maybe sent, as every sealed entry."""
 
     # --- transactions ----------------------------------------------------------------------
@@ -330,11 +330,18 @@ class Store:
 
     # --- outbox --------------------------------------------------------------------------------
 
-    def enqueue(self, peer_aid: str, body: dict[str, Any], *, task_id: str) -> None:
+    def enqueue(self, peer_aid: str, body: dict[str, Any], *, task_id: str,
+                envelope: dict[str, Any] | None = None) -> None:
+        """Queue ``body`` for ``peer_aid``; ``envelope``: already sealed (``seal_ahead``),
+        unsent until :meth:`outbox_attempt`."""
         now = time.time()
-        self._db.execute(
-            "INSERT INTO outbox (peer_aid, task_id, body_json, created_at, next_attempt_at)"
-            " VALUES (?, ?, ?, ?, ?)", (peer_aid, task_id, json.dumps(body), now, now))
+        cursor = self._db.execute(
+            "INSERT INTO outbox (peer_aid, task_id, body_json, envelope_id, envelope_json,"
+            " created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (peer_aid, task_id, json.dumps(body), envelope and envelope["id"],
+             envelope and json.dumps(envelope), now, now))
+        if envelope is not None:
+            self._sealed_ahead.add(cursor.lastrowid)
 
     def outbox_due(self, now: float, limit: int = 100) -> list[OutboxEntry]:
         """Entries in the order they were queued, up to the first one that is not due yet."""
@@ -343,26 +350,21 @@ class Store:
         for row in rows:
             if row["next_attempt_at"] > now:
                 break  # keep the order: nothing overtakes an entry that waits for a retry
-            due.append(_outbox_entry(row))
+            due.append(OutboxEntry(
+                seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
+                body=json.loads(row["body_json"]),
+                envelope=json.loads(row["envelope_json"]) if row["envelope_json"] else None,
+                attempts=row["attempts"], created_at=row["created_at"]))
         return due
 
     def outbox_next_attempt(self) -> float | None:
         row = self._db.execute("SELECT next_attempt_at FROM outbox ORDER BY seq LIMIT 1").fetchone()
         return None if row is None else row[0]
 
-    def outbox_unsealed(self, after_seq: int) -> list[OutboxEntry]:
-        """Entries queued after ``after_seq`` that have no envelope yet, in order."""
-        rows = self._db.execute("SELECT * FROM outbox WHERE seq > ? AND envelope_json IS NULL"
-                                " ORDER BY seq", (after_seq,)).fetchall()
-        return [_outbox_entry(row) for row in rows]
-
-    def outbox_sealed(self, seq: int, envelope: dict[str, Any], *, ahead: bool = False) -> None:
-        """Keep the sealed envelope: from now on every attempt sends exactly this one.
-        ``ahead``: sealed before its first attempt, which :meth:`outbox_attempt` marks."""
+    def outbox_sealed(self, seq: int, envelope: dict[str, Any]) -> None:
+        """Keep the sealed envelope: from now on every attempt sends exactly this one."""
         self._db.execute("UPDATE outbox SET envelope_id = ?, envelope_json = ? WHERE seq = ?",
                          (envelope["id"], json.dumps(envelope), seq))
-        if ahead:
-            self._sealed_ahead.add(seq)
 
     def outbox_attempt(self, seq: int) -> None:
         """The entry is about to be handed to the hub: it may reach it from now on."""
@@ -540,13 +542,6 @@ def decode_page_token(token: str) -> tuple[float, str]:
 def _names(states: Collection[str]) -> list[str]:
     """State names as plain text (a TaskState is a str, bound by its value)."""
     return sorted(str(state) for state in states)
-
-
-def _outbox_entry(row: sqlite3.Row) -> OutboxEntry:
-    return OutboxEntry(seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
-                       body=json.loads(row["body_json"]),
-                       envelope=json.loads(row["envelope_json"]) if row["envelope_json"] else None,
-                       attempts=row["attempts"], created_at=row["created_at"])
 
 
 def _json_or_none(value: dict[str, Any] | None) -> str | None:

@@ -137,7 +137,6 @@ class Services:
     evidence: EvidenceChain
     store: Store
     wake_outbox: Callable[[], None]
-    seal_outgoing: Callable[[], None]
     start_background: Callable[[Callable[[], Awaitable[None]]], None]
 
     async def run(self, effects: Effects) -> None:
@@ -151,8 +150,6 @@ class Services:
         the end that follows them (see ``Outbox.flush``)."""
         if not (effects.events or effects.send or effects.background or effects.evidence):
             return
-        if effects.send:
-            self.seal_outgoing()  # its envelope reaches the disk with the task's change
         await self.store.flush()
         if effects.send:
             self.wake_outbox()

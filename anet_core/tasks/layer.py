@@ -60,7 +60,6 @@ class TaskLayer:
         self._background: set[asyncio.Task[None]] = set()
         self._services = Services(events=self.events, evidence=evidence, store=store,
                                   wake_outbox=lambda: self.outbox.wake(),
-                                  seal_outgoing=lambda: self.outbox.seal_new(),
                                   start_background=self._start)
         run_effects = self._services.run
         self.requester = Requester(store=store, hub=hub, identity=identity, events=self.events,

@@ -1,12 +1,11 @@
 """The outbox: task messages leave only through here, and leave exactly once.
 
-A message is queued in the same transaction as the task change it reports, and sealed before
-that transaction is flushed when the recipient's key is at hand (:meth:`Outbox.seal_new`: one
-fsync then covers both), else by the sender loop on its first attempt; the envelope is kept, so
-the id never changes. The sender loop hands it to the hub and deletes it once the hub took it.
-When the hub is down or refuses for a while, the entry waits with exponential backoff; when the
-hub refuses it for good (too large, unknown recipient) the owning side is told through
-``on_refused``, which fails the task.
+A message is queued in the same transaction as the task change it reports, sealed there when
+the recipient's key is at hand (:func:`seal_ahead`: one fsync then covers both), else by the
+sender loop on its first attempt; the envelope is kept, so the id never changes. The sender
+loop hands it to the hub and deletes it once the hub took it. When the hub is down or refuses
+for a while, the entry waits with exponential backoff; when the hub refuses it for good (too
+large, unknown recipient) the owning side is told through ``on_refused``, which fails the task.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from typing import Any
 
 from anet_core.identity import Identity
 from anet_core.link import UNKNOWN_AGENT_REASONS, HubError, HubLink, JoinState
@@ -58,10 +58,31 @@ AcceptanceHandler = Callable[[OutboxEntry], Effects]
 def _is_progress(entry: OutboxEntry) -> bool:
     """A provider's update that only says WORKING or brings new artifacts (no status message,
     no reason), never sealed: what the task's terminal update says as well."""
-    body = entry.body
-    return (entry.envelope is None and body.get("type") == "task.update"
+    return entry.envelope is None and _is_progress_body(entry.body)
+
+
+def _is_progress_body(body: dict[str, Any]) -> bool:
+    return (body.get("type") == "task.update"
             and body["status"]["state"] == TaskState.TASK_STATE_WORKING
             and "message" not in body["status"] and not body.get("reason"))
+
+
+def seal_ahead(hub: HubLink, identity: Identity, peer_aid: str,
+               body: dict[str, Any]) -> dict[str, Any] | None:
+    """The envelope of ``body`` sealed as it is queued, so that it reaches the disk with the
+    task change in one commit and one fsync, and the sender loop only sends it; None leaves
+    the sealing to the sender loop: while the hub is not joined (an envelope is sealed when it
+    can leave), when the recipient's key would have to be looked up, and for progress its
+    task's end may still supersede (:func:`_superseded`)."""
+    if hub.status.state is not JoinState.REGISTERED or _is_progress_body(body):
+        return None
+    peer = hub.cached_peer(peer_aid)
+    if peer is None or not peer.encryption_key:
+        return None
+    try:
+        return seal(identity, peer_aid, peer.encryption_key, body)
+    except ValueError:
+        return None  # the sender loop refuses it for good (see Outbox._send)
 
 
 def _superseded(due: list[OutboxEntry]) -> list[OutboxEntry]:
@@ -91,32 +112,9 @@ class Outbox:
         self._run_effects = run_effects
         self._wake = asyncio.Event()
         self._held_until: float | None = None
-        self._sealed_after = 0
-        """Entries up to this seq were offered to :meth:`seal_new` already."""
 
     def wake(self) -> None:
         self._wake.set()
-
-    def seal_new(self) -> None:
-        """Seal the entries queued since the last call, in their own commit, so that the flush
-        that follows covers the task change and its envelope together and the sender loop
-        only sends. Left to the sender loop: progress its task's end may still supersede, an
-        entry whose recipient's key would have to be looked up, and everything while the hub
-        is not joined (an envelope is sealed when it can leave)."""
-        if self._hub.status.state is not JoinState.REGISTERED:
-            return
-        with self._store.transaction(durable=False):
-            for entry in self._store.outbox_unsealed(self._sealed_after):
-                self._sealed_after = entry.seq
-                peer = None if _is_progress(entry) else self._hub.cached_peer(entry.peer_aid)
-                if peer is None or not peer.encryption_key:
-                    continue
-                try:
-                    envelope = seal(self._identity, entry.peer_aid, peer.encryption_key,
-                                    entry.body)
-                except ValueError:
-                    continue  # the sender loop refuses it for good (see _send)
-                self._store.outbox_sealed(entry.seq, envelope, ahead=True)
 
     async def run(self) -> None:
         """Send what is due, then sleep until woken, until the next retry, or a second."""

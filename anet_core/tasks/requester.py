@@ -54,6 +54,7 @@ from anet_core.tasks.common import (
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.hooks import TaskHooks
+from anet_core.tasks.outbox import seal_ahead
 from anet_core.tasks.receipts import check_receipt
 from anet_core.wire import (
     ACTIVE_TASK_STATES,
@@ -93,6 +94,7 @@ class Requester:
                  hooks: TaskHooks, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
         self._store = store
         self._hub = hub
+        self._identity = identity
         self._aid = identity.aid
         self._events = events
         self._hooks = hooks
@@ -341,7 +343,7 @@ class Requester:
             reached_hub = known != EffectStatus.NONE or self._store.outbox_sent_any(task_id)
             self._store.outbox_withdraw(task_id)
             if reached_hub:
-                self._store.enqueue(stored.peer_aid, wire_body(TaskCancel(
+                self._queue(stored.peer_aid, wire_body(TaskCancel(
                     task_id=task_id, context_id=stored.context_id)), task_id=task_id)
                 effects.send = True
             effect = EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE
@@ -551,6 +553,10 @@ class Requester:
                           f"The hub refused the message: {error.message}", effects)
         return effects
 
+    def _queue(self, peer_aid: str, body: dict[str, Any], *, task_id: str) -> None:
+        self._store.enqueue(peer_aid, body, task_id=task_id,
+                            envelope=seal_ahead(self._hub, self._identity, peer_aid, body))
+
     def on_accepted(self, entry: OutboxEntry) -> Effects:
         """The hub stored a message of this task: the provider can act on it from now on."""
         effects = Effects()
@@ -630,10 +636,9 @@ class Requester:
         self._store.add_message(TaskRole.REQUESTER, aid, context_id, sent["messageId"], task_id)
         if state is TaskState.TASK_STATE_REJECTED:
             return stored
-        self._store.enqueue(aid, wire_body(TaskMessage(task_id=task_id, context_id=context_id,
-                                                       message=sent, skill=skill,
-                                                       metadata=metadata or None)),
-                            task_id=task_id)
+        self._queue(aid, wire_body(TaskMessage(task_id=task_id, context_id=context_id,
+                                               message=sent, skill=skill,
+                                               metadata=metadata or None)), task_id=task_id)
         effects.record("task.forwarded", taskId=task_id, peer=aid, contextId=context_id,
                        messageId=sent["messageId"])
         return stored
@@ -659,7 +664,7 @@ class Requester:
         self._store.save_task(stored)
         self._store.add_message(TaskRole.REQUESTER, stored.peer_aid, stored.context_id,
                                 sent["messageId"], stored.id)
-        self._store.enqueue(stored.peer_aid, wire_body(TaskMessage(
+        self._queue(stored.peer_aid, wire_body(TaskMessage(
             task_id=stored.id, context_id=stored.context_id, message=sent,
             metadata=metadata or None)), task_id=stored.id)
         effects.publish(task, [status_event(task)])

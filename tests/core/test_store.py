@@ -90,17 +90,13 @@ async def test_outbox_keeps_order_and_envelope(tmp_path: Path) -> None:
 
 async def test_an_envelope_sealed_ahead_is_unsent_until_its_attempt(tmp_path: Path) -> None:
     async with open_store(tmp_path / "anet.db") as store:
-        store.enqueue("p" * 32, {"n": 0}, task_id="t")
-        store.enqueue("p" * 32, {"n": 1}, task_id="u")
-        first, second = store.outbox_unsealed(0)
-        assert store.outbox_unsealed(first.seq) == [second]
-        store.outbox_sealed(first.seq, {"id": "env-1"}, ahead=True)
-        assert store.outbox_unsealed(0) == [second]
+        store.enqueue("p" * 32, {"n": 0}, task_id="t", envelope={"id": "env-1"})
+        entry, = store.outbox_due(time.time())
+        assert entry.envelope == {"id": "env-1"}
         assert not store.outbox_sent_any("t")  # sealed, never handed to the hub
-        store.outbox_attempt(first.seq)
+        store.outbox_attempt(entry.seq)
         assert store.outbox_sent_any("t")
-    async with open_store(tmp_path / "anet.db") as store:
-        store.outbox_sealed(second.seq, {"id": "env-2"}, ahead=True)
+        store.enqueue("p" * 32, {"n": 1}, task_id="u", envelope={"id": "env-2"})
     async with open_store(tmp_path / "anet.db") as store:
         # after a restart nothing says it was not sent: it counts as maybe sent
         assert store.outbox_sent_any("u")
