@@ -114,8 +114,11 @@ class RequestChecks:
             if (request.content_length or 0) > self.body_limit:
                 return _too_large(binding, self.body_limit)
             try:
-                async with asyncio.timeout(self.body_timeout):
-                    body = await request.read()
+                if request.content.is_eof():
+                    body = await request.read()  # all of it arrived: nothing to wait for
+                else:
+                    async with asyncio.timeout(self.body_timeout):
+                        body = await request.read()
             except web.HTTPRequestEntityTooLarge:
                 return _too_large(binding, self.body_limit)
             except web.RequestPayloadError as failure:  # e.g. Content-Encoding: gzip, not gzip
