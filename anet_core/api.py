@@ -93,7 +93,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "PROC", "WILDCARDS", "command_of", "holders", "listening_sockets", "normal_address",
     ),
     "anet_core.util.serverlog": ("SERVER_LOG",),
-    "anet_core.util.strictjson": ("UnencodableText", "check_value", "load_json"),
+    "anet_core.util.strictjson": ("UnencodableText", "check_value", "load_json",
+                                  "may_hold_surrogate"),
 }
 """The names imported on first use, by the module that defines them."""
 
@@ -209,6 +210,7 @@ __all__ = [
     "lazy",
     "listening_sockets",
     "load_json",
+    "may_hold_surrogate",
     "normal_address",
     "page_newest_first",
     "parse_duration",

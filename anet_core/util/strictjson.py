@@ -7,7 +7,7 @@ contains it; and nesting so deep that the recursive code reading it later (valid
 rendering, ``json.dumps``) runs out of stack. :func:`parse_json` refuses all of them with a
 ``ValueError`` that says what is wrong, before anything is stored; a caller that needs the
 document's shape first (to echo a JSON-RPC id) uses :func:`load_json` and then
-:func:`check_value`.
+:func:`check_value`, when :func:`may_hold_surrogate` says there can be something to find.
 """
 
 from __future__ import annotations
@@ -119,6 +119,12 @@ def check_value(value: Any) -> None:
                 stack.append((child, (link, f".{key}")))
         elif isinstance(item, list):
             stack.extend((child, (link, f"[{index}]")) for index, child in enumerate(item))
+
+
+def may_hold_surrogate(data: bytes | str) -> bool:
+    """False when ``data`` cannot decode to a lone surrogate: :func:`check_value` of its value
+    would find none."""
+    return _MAY_HOLD_SURROGATE.search(_text(data)) is not None
 
 
 def parse_json(data: bytes | str) -> Any:

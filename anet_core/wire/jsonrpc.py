@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from anet_core.util.strictjson import UnencodableText, check_value, load_json
+from anet_core.util.strictjson import UnencodableText, check_value, load_json, may_hold_surrogate
 from anet_core.wire._base import WireModel
 from anet_core.wire.errors import A2AError, A2AErrorKind, invalid_params, jsonrpc_error_object
 from anet_core.wire.methods import METHODS, A2AMethod
@@ -83,13 +83,16 @@ def parse_request(body: bytes | str) -> JsonRpcCall | JsonRpcRejection:
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int | None):
         return _invalid_request(
             None, f"Invalid request: id must be a string, integer, or null, got {raw_id!r}")
+    surrogates = may_hold_surrogate(body)
     try:
-        check_value(raw_id)
+        if surrogates:
+            check_value(raw_id)
     except UnencodableText as exc:
         return _invalid_request(None, f"Invalid request: {exc}")
     request_id: JsonRpcId = raw_id
     try:
-        check_value(document)
+        if surrogates:
+            check_value(document)
     except UnencodableText as exc:
         if exc.where.startswith("params"):
             return JsonRpcRejection(request_id, A2AError(A2AErrorKind.INVALID_PARAMS,

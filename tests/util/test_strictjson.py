@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anet_core.util.strictjson import UnencodableText, parse_json
+from anet_core.util.strictjson import UnencodableText, may_hold_surrogate, parse_json
 
 
 @pytest.mark.parametrize("text", ['{"a": NaN}', "[Infinity]", "-Infinity", "1e400",
@@ -46,3 +46,13 @@ def test_nesting_is_counted_with_few_brackets_and_with_many(depth: int) -> None:
                 parse_json(text)
         else:
             assert parse_json(text) is not None
+
+
+@pytest.mark.parametrize(("text", "may"), [('{"a": "b"}', False), ('{"a": "é😀"}', False),
+                                           ('"\\ud83d\\ude00"', True), ('"\\uDC00"', True),
+                                           ("\"\ud800\"", True), (b'"\xed\xa0\x80"', True),
+                                           ('"x"'.encode("utf-16"), False),
+                                           ('"\\ud800"'.encode("utf-16"), True)])
+def test_may_hold_surrogate_is_false_only_for_text_that_cannot(text: str | bytes,
+                                                               may: bool) -> None:
+    assert may_hold_surrogate(text) is may

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
 
-from anet_core.api import UnencodableText, b64u, check_value, load_json
+from anet_core.api import UnencodableText, b64u, check_value, load_json, may_hold_surrogate
 from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     CHALLENGE_TTL_S,
@@ -128,7 +128,8 @@ class Session:
             await self._bad_frame("(frame)", f"not JSON: {error}", rid=None)
             return
         try:
-            check_value(document)
+            if may_hold_surrogate(text):
+                check_value(document)
         except UnencodableText as error:
             await self._bad_frame(error.where, str(error), rid=None if error.where == "rid"
                                   else _rid_of(document))
