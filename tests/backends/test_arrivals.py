@@ -153,3 +153,19 @@ async def test_a_backend_faster_than_the_reports_waits_for_them() -> None:
         while (batch := await arrivals.next(5.0)) is not None:
             rest += batch
     assert first + rest == list(range(3 * READ_AHEAD))
+
+
+async def test_progress_that_came_before_a_broken_stream_still_reaches_the_requester(
+        sock_dir: Path) -> None:
+    async def answer(request: web.Request, body: dict[str, Any], n: int) -> web.StreamResponse:
+        response = await stream(request)
+        await response.write(sse(body["id"], SUBMITTED, chunk("partial")))
+        await response.write(b"data: {not json}\n\n")
+        await response.write_eof()
+        return response
+
+    path = sock_dir / "a.sock"
+    async with fake_backend(path, answer, streaming=True):
+        recorder = await make_harness(f"unix://{path}").serve(inbound("hi"))
+    assert recorder.kinds() == ["artifact", "fail"]
+    assert recorder.events[0][1]["parts"] == [{"text": "partial"}]

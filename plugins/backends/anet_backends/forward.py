@@ -268,6 +268,11 @@ class Forwarder:
                     else:
                         await self._report_progress(responder, turn)
                         held_until = None
+            except Exception:
+                # What arrived before the failure reaches the requester, as it did when each
+                # event was reported at once; the failure is handled by the caller.
+                await self._report_progress(responder, turn)
+                raise
             finally:
                 if notice is not None:
                     notice.cancel()
