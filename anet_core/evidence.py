@@ -208,9 +208,14 @@ class EvidenceChain:
         os.fsync(fd)
         self._known_size = os.fstat(fd).st_size
         self._last = last
-        behind = last.seq - (-1 if self._head is None else self._head.seq)
-        if head or behind >= HEAD_EVERY_RECORDS:
+        if head or self._lag() >= HEAD_EVERY_RECORDS:
             self._write_head(last)
+
+    def _lag(self) -> int:
+        """Records appended here since the head last moved (what this process knows of)."""
+        if self._last is None:
+            return 0
+        return self._last.seq - (-1 if self._head is None else self._head.seq)
 
     def move_head(self) -> None:
         """Move the head to the last record this chain appended, if it lags."""
@@ -286,12 +291,18 @@ class EvidenceChain:
     async def _write_batch(self) -> None:
         batch = self._waiting[:MAX_APPEND_RECORDS]
         del self._waiting[:MAX_APPEND_RECORDS]
+        items = [(kind, data) for kind, data, _ in batch]
         try:
-            # On the loop, as the store's fsync (docs/performance.md, "Evidence in groups"), once
-            # what was made ready with these records ran: a forward or a send that then waits for
-            # its peer leaves the loop to the append.
-            await asyncio.sleep(0)
-            outcomes = self.append_all([(kind, data) for kind, data, _ in batch], head=False)
+            if self._lag() + len(items) >= HEAD_EVERY_RECORDS:
+                # This append moves the head too (a file written, synced and renamed, and its
+                # directory synced): in a thread, so that the loop does not wait for it.
+                outcomes = await asyncio.to_thread(self.append_all, items, head=False)
+            else:
+                # On the loop, as the store's fsync (docs/performance.md, "Evidence in groups"),
+                # once what was made ready with these records ran: a forward or a send that then
+                # waits for its peer leaves the loop to the append.
+                await asyncio.sleep(0)
+                outcomes = self.append_all(items, head=False)
         except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
             outcomes = [error] * len(batch)
         for (_, _, future), outcome in zip(batch, outcomes, strict=True):
