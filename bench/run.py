@@ -8,16 +8,18 @@ with the official a2a-sdk client, blocking SendMessage over JSON-RPC, in two way
   (b) network: the client calls bob's proxy card on alice's local A2A endpoint, and the task
       goes alice -> hub -> bob -> text agent and back, with a signed receipt.
 
-For N tasks one after the other and N at once it prints p50/p99 latency and tasks/s of both side
-by side, and the ratio (b)/(a); the CPU time alice, the hub and bob spent on the sequential (b)
-tasks; the idle memory (RSS) of a node and of the hub; the wall time of ``anet status`` and
-``anet --help`` with the daemon running; the hub's relay rate between two nodes
-(bench/relay.py); and the hub's memory per connected node (N nodes registered at a second hub, as
-bench/hub_connections.py does). It ends with the table of targets of docs/performance.md, each
-figure with its targets and a mark. Everything is bounded in count and time and stopped and
+For N tasks one after the other and N at once, in R rounds (each with clients of its own; the
+latencies of all rounds pooled), it prints p50/p99 latency and tasks/s of both side by side, and
+the ratio (b)/(a); the CPU time alice, the hub and bob spent on the sequential (b) tasks (the
+mean of the rounds); the idle memory (RSS) of a node and of the hub; the wall time of
+``anet status`` and ``anet --help`` with the daemon running; the hub's relay rate between two
+nodes (bench/relay.py); and the hub's memory per connected node (N nodes registered at a second
+hub, as bench/hub_connections.py does). It ends with the table of targets of docs/performance.md,
+each figure with its targets and a mark. Everything is bounded in count and time and stopped and
 removed at the end.
 
-    .venv/bin/python bench/run.py [--tasks 100] [--nodes 1000] [--envelopes 5000] [--quick]
+    .venv/bin/python bench/run.py [--tasks 100] [--rounds 3] [--nodes 1000] [--envelopes 5000]
+                                  [--quick]
     .venv/bin/python bench/run.py --quick     # without the hub relay and the 1,000 nodes
 """
 
@@ -112,6 +114,12 @@ TARGETS = (
 class Phase:
     latencies: list[float]
     wall: float
+
+    @classmethod
+    def pooled(cls, phases: list[Phase]) -> Phase:
+        """The rounds of one phase as one: every latency, and the time they all took."""
+        return cls([latency for phase in phases for latency in phase.latencies],
+                   sum(phase.wall for phase in phases))
 
     def percentile(self, fraction: float) -> float:
         ordered = sorted(self.latencies)
@@ -306,6 +314,35 @@ async def step(progress: Progress, what: str, run: Callable[[], Awaitable[Phase]
     return phase
 
 
+async def measure_round(network: EmbeddedNetwork, alice: DemoNode, bob: DemoNode,
+                        pids: dict[str, int], tasks: int, progress: Progress, which: str
+                        ) -> tuple[dict[str, tuple[Phase, Phase]], dict[str, float]]:
+    """(a) and (b), ``tasks`` one after the other and then at once, with clients of their own
+    (a round after another starts from the same state as the first); the CPU per task of
+    each process in (b) sequential."""
+    async with direct_http(network, tasks) as direct_transport, \
+            endpoint_http(alice, tasks) as endpoint_transport, \
+            sdk_client(direct_transport, "http://localhost") as direct, \
+            sdk_client(endpoint_transport, alice.agent_url(bob.aid)) as through:
+        for client in (direct, through):
+            for _ in range(WARM_UP):
+                await one_task(client)
+        results: dict[str, tuple[Phase, Phase]] = {}
+        cpu_ms: dict[str, float] = {}
+        for name, run in (("sequential", sequential), ("concurrent", concurrent)):
+            label = "sequential" if run is sequential else "at once"
+            a = await step(progress, f"(a) direct, {tasks} {label}{which}",
+                           lambda run=run: run(direct, tasks))
+            before = {key: cpu_s(pid) for key, pid in pids.items()}
+            b = await step(progress, f"(b) network, {tasks} {label}{which}",
+                           lambda run=run: run(through, tasks))
+            if run is sequential:
+                cpu_ms = {key: (cpu_s(pid) - before[key]) * 1000 / tasks
+                          for key, pid in pids.items()}
+            results[name] = (a, b)
+    return results, cpu_ms
+
+
 async def bench(args: argparse.Namespace) -> None:
     progress = Progress()
     progress.line(f"anet bench on {machine()}, load average {os.getloadavg()[0]:.1f}")
@@ -326,28 +363,17 @@ async def bench(args: argparse.Namespace) -> None:
                 for name in ("alice", "bob", "the hub", "the text agent")}
 
         tasks = args.tasks
-        async with direct_http(network, tasks) as direct_transport, \
-                endpoint_http(alice, tasks) as endpoint_transport, \
-                sdk_client(direct_transport, "http://localhost") as direct, \
-                sdk_client(endpoint_transport, alice.agent_url(bob.aid)) as through:
-            for client in (direct, through):
-                for _ in range(WARM_UP):
-                    await one_task(client)
-            pids = {"alice": alice.child.pid, "hub": network.child("the hub").pid,
-                    "bob": bob.child.pid, "text agent": network.child("the text agent").pid,
-                    "the a2a-sdk client": os.getpid()}
-            results: dict[str, tuple[Phase, Phase]] = {}
-            for name, run in (("sequential", sequential), ("concurrent", concurrent)):
-                label = "sequential" if run is sequential else "at once"
-                a = await step(progress, f"(a) direct, {tasks} {label}",
-                               lambda run=run: run(direct, tasks))
-                before = {key: cpu_s(pid) for key, pid in pids.items()}
-                b = await step(progress, f"(b) network, {tasks} {label}",
-                               lambda run=run: run(through, tasks))
-                if run is sequential:
-                    cpu_ms = {key: (cpu_s(pid) - before[key]) * 1000 / tasks
-                              for key, pid in pids.items()}
-                results[name] = (a, b)
+        pids = {"alice": alice.child.pid, "hub": network.child("the hub").pid,
+                "bob": bob.child.pid, "text agent": network.child("the text agent").pid,
+                "the a2a-sdk client": os.getpid()}
+        rounds = [await measure_round(network, alice, bob, pids, tasks, progress,
+                                      f" (round {number + 1} of {args.rounds})"
+                                      if args.rounds > 1 else "")
+                  for number in range(args.rounds)]
+        results = {name: (Phase.pooled([got[name][0] for got, _ in rounds]),
+                          Phase.pooled([got[name][1] for got, _ in rounds]))
+                   for name in ("sequential", "concurrent")}
+        cpu_ms = {key: statistics.fmean(spent[key] for _, spent in rounds) for key in pids}
         busy = {name: rss_mib(network.child(name).pid) for name in ("alice", "bob", "the hub")}
 
         async with progress.step("anet status, anet --help") as timed:
@@ -371,7 +397,7 @@ async def bench(args: argparse.Namespace) -> None:
     progress.line("  (b) network: client -> alice's local endpoint -> alice -> hub -> bob -> "
                   "text agent, and back with a signed receipt")
     progress.line()
-    progress.line(table(results, tasks))
+    progress.line(table(results, tasks * args.rounds))
     progress.line()
     progress.line(f"memory (RSS) idle: node {idle['alice']:.1f} MiB (alice), "
                   f"{idle['bob']:.1f} MiB (bob); hub {idle['the hub']:.1f} MiB with 2 nodes; "
@@ -414,14 +440,18 @@ def main() -> int:
                              f"default {FULL_NODES}")
     parser.add_argument("--envelopes", type=int, default=5000,
                         help="envelopes relayed between two nodes at the hub; default 5000")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of (a) and (b), each with clients of its own; latencies "
+                             "are pooled, CPU per task averaged; default 3")
     parser.add_argument("--quick", action="store_true",
                         help="skip the slow parts: the hub relay and the hub's memory per node")
     parser.add_argument("--timeout", type=float, default=600,
                         help="give up after this many seconds; default 600")
     args = parser.parse_args()
     if not 1 <= args.tasks <= 2000 or not 1 <= args.nodes <= 5000 or \
-            not 1 <= args.envelopes <= 100_000:
-        parser.error("--tasks must be 1-2000, --nodes 1-5000 and --envelopes 1-100000")
+            not 1 <= args.envelopes <= 100_000 or not 1 <= args.rounds <= 20:
+        parser.error("--tasks must be 1-2000, --nodes 1-5000, --envelopes 1-100000 and "
+                     "--rounds 1-20")
 
     async def bounded() -> None:
         async with asyncio.timeout(args.timeout):
