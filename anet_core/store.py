@@ -197,7 +197,7 @@ class Store:
         """``total_changes`` of the connection when the WAL was last synced: every change
         counted there is on disk."""
         self._sealed_ahead: set[int] = set()
-        """Outbox entries sealed as they were queued (``seal_ahead`` in tasks/outbox.py) that
+        """Outbox entries sealed as they were queued (``queue_message`` in tasks/outbox.py) that
         this process has not handed to the hub yet: certainly unsent. A restart forgets them, and
         then counts them as maybe sent, as every sealed entry."""
 
@@ -332,8 +332,8 @@ class Store:
 
     def enqueue(self, peer_aid: str, body: dict[str, Any], *, task_id: str,
                 envelope: dict[str, Any] | None = None) -> None:
-        """Queue ``body`` for ``peer_aid``; ``envelope``: already sealed (``seal_ahead``),
-        unsent until :meth:`outbox_attempt`."""
+        """Queue ``body`` for ``peer_aid``; ``envelope``: already sealed (``queue_message`` in
+        tasks/outbox.py), unsent until :meth:`outbox_attempt`."""
         now = time.time()
         cursor = self._db.execute(
             "INSERT INTO outbox (peer_aid, task_id, body_json, envelope_id, envelope_json,"
@@ -396,8 +396,9 @@ class Store:
 
     def outbox_withdraw(self, task_id: str) -> int:
         """Remove a task's unsent envelopes (the task ended here first); return how many."""
-        self._sealed_ahead.difference_update(row[0] for row in self._db.execute(
-            "SELECT seq FROM outbox WHERE task_id = ?", (task_id,)))
+        if self._sealed_ahead:
+            self._sealed_ahead.difference_update(row[0] for row in self._db.execute(
+                "SELECT seq FROM outbox WHERE task_id = ?", (task_id,)))
         return self._db.execute("DELETE FROM outbox WHERE task_id = ?", (task_id,)).rowcount
 
     # --- replay protection -------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The outbox: task messages leave only through here, and leave exactly once.
 
 A message is queued in the same transaction as the task change it reports, sealed there when
-the recipient's key is at hand (:func:`seal_ahead`: one fsync then covers both), else by the
+the recipient's key is at hand (:func:`queue_message`: one fsync then covers both), else by the
 sender loop on its first attempt; the envelope is kept, so the id never changes. The sender
 loop hands it to the hub and deletes it once the hub took it. When the hub is down or refuses
 for a while, the entry waits with exponential backoff; when the hub refuses it for good (too
@@ -67,8 +67,16 @@ def _is_progress_body(body: dict[str, Any]) -> bool:
             and "message" not in body["status"] and not body.get("reason"))
 
 
-def seal_ahead(hub: HubLink, identity: Identity, peer_aid: str,
-               body: dict[str, Any]) -> dict[str, Any] | None:
+def queue_message(store: Store, hub: HubLink, identity: Identity, peer_aid: str,
+                  body: dict[str, Any], *, task_id: str) -> None:
+    """Queue ``body`` for ``peer_aid`` in the open transaction, sealed already when it can be
+    (:func:`_seal_ahead`)."""
+    store.enqueue(peer_aid, body, task_id=task_id,
+                  envelope=_seal_ahead(hub, identity, peer_aid, body))
+
+
+def _seal_ahead(hub: HubLink, identity: Identity, peer_aid: str,
+                body: dict[str, Any]) -> dict[str, Any] | None:
     """The envelope of ``body`` sealed as it is queued, so that it reaches the disk with the
     task change in one commit and one fsync, and the sender loop only sends it; None leaves
     the sealing to the sender loop: while the hub is not joined (an envelope is sealed when it

@@ -70,7 +70,7 @@ from anet_core.tasks.common import (
 from anet_core.tasks.gates import GATE_REQUEST, GateEnd, TaskGates
 from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.origin import ORIGIN, is_local_peer
-from anet_core.tasks.outbox import seal_ahead
+from anet_core.tasks.outbox import queue_message
 from anet_core.tasks.policy import InboundPolicy, policy_in
 from anet_core.tasks.receipts import issue_receipt
 from anet_core.tasks.responder import TaskResponder
@@ -530,9 +530,8 @@ class Provider:
                                last_chunk=chunk.last_chunk) for chunk in chunks or ()]
             effects.publish(task, [*events, status_event(task)])
             return
-        body = wire_body(TaskUpdate(**update))
-        self._store.enqueue(stored.peer_aid, body, task_id=stored.id,
-                            envelope=seal_ahead(self._hub, self._identity, stored.peer_aid, body))
+        queue_message(self._store, self._hub, self._identity, stored.peer_aid,
+                      wire_body(TaskUpdate(**update)), task_id=stored.id)
         effects.send = True
 
 

@@ -54,7 +54,7 @@ from anet_core.tasks.common import (
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.hooks import TaskHooks
-from anet_core.tasks.outbox import seal_ahead
+from anet_core.tasks.outbox import queue_message
 from anet_core.tasks.receipts import check_receipt
 from anet_core.wire import (
     ACTIVE_TASK_STATES,
@@ -554,8 +554,7 @@ class Requester:
         return effects
 
     def _queue(self, peer_aid: str, body: dict[str, Any], *, task_id: str) -> None:
-        self._store.enqueue(peer_aid, body, task_id=task_id,
-                            envelope=seal_ahead(self._hub, self._identity, peer_aid, body))
+        queue_message(self._store, self._hub, self._identity, peer_aid, body, task_id=task_id)
 
     def on_accepted(self, entry: OutboxEntry) -> Effects:
         """The hub stored a message of this task: the provider can act on it from now on."""

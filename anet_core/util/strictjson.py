@@ -131,6 +131,6 @@ def parse_json(data: bytes | str) -> Any:
     """The JSON value of ``data``; ``ValueError`` for anything that is not strict JSON text."""
     text = _text(data)
     value = _load(text)
-    if _MAY_HOLD_SURROGATE.search(text):
+    if may_hold_surrogate(text):
         check_value(value)
     return value

@@ -63,15 +63,18 @@ class Arrivals(Generic[Event]):
         failure of the events is raised once those before it were handed out."""
         if self._end is None:
             async with asyncio.timeout(timeout):
-                first = await self._queue.get()
-            batch = [first]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            if not isinstance(batch[-1], _End):
-                return batch  # type: ignore[return-value]
-            self._end = batch.pop()  # type: ignore[assignment]
+                item = await self._queue.get()
+            batch: list[Event] = []
+            while True:
+                if isinstance(item, _End):
+                    self._end = item  # the reader put nothing after it
+                    break
+                batch.append(item)
+                if self._queue.empty():
+                    return batch
+                item = self._queue.get_nowait()
             if batch:
-                return batch  # type: ignore[return-value]
+                return batch
         assert self._end is not None
         if self._end.error is not None:
             raise self._end.error
