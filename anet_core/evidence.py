@@ -13,6 +13,14 @@
 atomically after each append. A chain that ends before its head was truncated; without the head,
 dropping the newest records would leave a perfectly valid shorter chain.
 
+The daemon's chain has a journal (the node's store): a record is kept there in the commit that
+the store's next flush makes durable, before anyone is told of what it records, and appended to
+the chain at once without an fsync of its own. The chain is synced when its head moves (every
+:data:`HEAD_EVERY_RECORDS` records, when idle, when the node stops), and the journal then forgets
+what the chain holds on disk; :meth:`EvidenceChain.recover` appends, at start, what a crash of
+the machine took from the chain's tail. An append without a journal (the CLI, other processes)
+is synced before it returns, and moves the head.
+
 Records signed by a key that a later emergency rotation revoked still verify here: the chain is
 the node's own, and revocation cannot make what it recorded earlier untrue. Do not put secrets or
 message content in ``data``: hashes and ids are enough to prove what happened.
@@ -27,17 +35,20 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, verify_with_key
+from anet_core.store import JournaledRecord
 from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
 from anet_core.util.fsutil import write_atomic
 
@@ -63,6 +74,18 @@ stops; the head then lags the chain by at most this plus one append."""
 HEAD_IDLE_S = 0.5
 MAX_HEAD_LAG = HEAD_EVERY_RECORDS + MAX_APPEND_RECORDS
 """How far behind the chain a crash may leave the head (see ``_current_tail``)."""
+
+
+class EvidenceJournal(Protocol):
+    """Where the daemon's records wait until the chain holds them on disk (the node's Store)."""
+
+    def journal_evidence(self, records: list[JournaledRecord]) -> list[JournaledRecord]: ...
+
+    def journaled_evidence(self) -> list[JournaledRecord]: ...
+
+    def forget_evidence(self, through: int) -> None: ...
+
+    async def flush(self) -> None: ...
 
 
 class EvidenceError(Exception):
@@ -115,23 +138,43 @@ def record_hash(seq: int, ts: int, kind: str, data: dict[str, Any], prev: str | 
     return b64u(hashlib.sha256(canonical_json(content)).digest())
 
 
+@dataclass
+class _Waiting:
+    """A record queued for the chain from the event loop."""
+
+    kind: str
+    data: dict[str, Any]
+    ts: int
+    journal_id: int | None
+    """Its id in the journal; None when it is not kept there (its append is synced)."""
+    future: asyncio.Future[dict[str, Any]]
+
+
 class EvidenceChain:
     """Appends signed records to a chain file. Thread-safe, and safe with other processes
     appending to the same file (an exclusive ``flock`` is held per append and the tail is re-read
-    when the file changed). Appends block for the fsyncs: from asyncio, use :meth:`record`,
-    which lets records that wait at the same time share one append (one fsync of the chain and
-    one head for all of them)."""
+    when the file changed). :meth:`append` blocks for the fsyncs; from asyncio, use
+    :meth:`record` (or :meth:`submit`), which lets records that wait at the same time share one
+    append, and with a ``journal`` needs no fsync of the chain (see the module docstring)."""
 
-    def __init__(self, path: Path, identity: Identity) -> None:
+    def __init__(self, path: Path, identity: Identity,
+                 journal: EvidenceJournal | None = None) -> None:
         self._path = Path(path)
         self._head_path = self._path.with_name(HEAD_FILE)
         self._identity = identity
+        self._journal = journal
         self._lock = threading.Lock()
         self._known_size: int | None = None
         self._last: EvidenceHead | None = None
         self._head: EvidenceHead | None = None
         """The head this chain wrote last."""
-        self._waiting: list[tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]] = []
+        self._unsynced = False
+        """Records were written since the chain's last fsync."""
+        self._appended_through = 0
+        self._synced_through = 0
+        self._forgotten_through = 0
+        """Journal ids: the last appended, the last on disk, the last the journal forgot."""
+        self._waiting: list[_Waiting] = []
         self._writer: asyncio.Future[None] | None = None
         self._more = asyncio.Event()
         self._closing = False
@@ -147,28 +190,28 @@ class EvidenceChain:
             raise outcome
         return outcome
 
-    def append_all(self, items: list[tuple[str, dict[str, Any]]], *, head: bool = True
+    def append_all(self, items: Sequence[tuple[str, dict[str, Any]]], *, head: bool = True,
+                   times: Sequence[int] | None = None, journal_ids: Sequence[int] = (),
                    ) -> list[dict[str, Any] | Exception]:
-        """Append records in this order with one fsync and one move of the head; per item the
+        """Append records in this order, with one fsync and one move of the head; per item the
         record as stored, or the error that kept it out (a bad kind, data or size: the others
-        are appended all the same). ``head`` False: the head moves only once it lags
-        :data:`HEAD_EVERY_RECORDS` (the caller moves it later, :meth:`move_head`)."""
+        are appended all the same). ``times``: each record's ``ts`` (unix ms) when it was made
+        earlier than now. ``head`` False: the head moves only once it lags
+        :data:`HEAD_EVERY_RECORDS` (the caller moves it later, :meth:`move_head`).
+        ``journal_ids``: the journal keeps these records, so the append is not synced unless
+        the head moves."""
         if len(items) > MAX_APPEND_RECORDS:
             raise ValueError(f"{len(items)} records in one append; at most "
                              f"{MAX_APPEND_RECORDS}")
         outcomes: list[dict[str, Any] | Exception] = []
         for kind, data in items:
             try:
-                check_kind(kind)
-                if not isinstance(data, dict):
-                    raise TypeError(f"evidence data must be a JSON object, got "
-                                    f"{type(data).__name__}")
+                _check_item(kind, data)
                 outcomes.append({})
             except (TypeError, ValueError) as error:
                 outcomes.append(error)
         with self._lock:
-            self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 last = self._current_tail(fd)
@@ -176,6 +219,7 @@ class EvidenceChain:
                 # record that a crash left headless gets its head before another follows, and
                 # a new chain's first record gets it at once, whatever ``head`` asks.
                 if last is not None and not self._head_path.exists():
+                    self._sync(fd)
                     self._write_head(last)
                 headless = last is None
                 lines = bytearray()
@@ -183,9 +227,10 @@ class EvidenceChain:
                     if isinstance(outcomes[index], Exception):
                         continue
                     if lines and headless:
-                        self._sync_and_move_head(fd, lines, last, head=True)
+                        self._write_lines(fd, lines, last, head=True, sync=True, through=None)
                         lines, headless = bytearray(), False
-                    record = self._make_record(kind, data, last)
+                    record = self._make_record(kind, data, last,
+                                               None if times is None else times[index])
                     line = canonical_json(record) + b"\n"
                     if len(line) > MAX_RECORD_BYTES:
                         outcomes[index] = ValueError(
@@ -196,20 +241,41 @@ class EvidenceChain:
                     outcomes[index] = record
                     last = EvidenceHead(record["seq"], record["hash"])
                 if lines:
-                    self._sync_and_move_head(fd, lines, last, head=head or headless)
+                    self._write_lines(fd, lines, last, head=head or headless,
+                                      sync=not journal_ids, through=max(journal_ids, default=None))
             finally:
                 os.close(fd)  # also releases the flock
         return outcomes
 
-    def _sync_and_move_head(self, fd: int, lines: bytearray, last: EvidenceHead | None, *,
-                            head: bool) -> None:
+    def _open(self) -> int:
+        try:
+            return os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except FileNotFoundError:
+            self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def _write_lines(self, fd: int, lines: bytearray, last: EvidenceHead | None, *,
+                     head: bool, sync: bool, through: int | None) -> None:
+        """Write ``lines`` (the records up to journal id ``through``, if any)."""
         assert last is not None
         _write_all(fd, bytes(lines))
-        os.fsync(fd)
+        self._unsynced = True
+        if through is not None:
+            self._appended_through = through
         self._known_size = os.fstat(fd).st_size
         self._last = last
-        if head or self._lag() >= HEAD_EVERY_RECORDS:
+        head = head or self._lag() >= HEAD_EVERY_RECORDS
+        if sync or head:
+            self._sync(fd)
+        if head:
             self._write_head(last)
+
+    def _sync(self, fd: int) -> None:
+        """fsync the chain: the head may then name any record written so far."""
+        if self._unsynced:
+            os.fsync(fd)
+            self._unsynced = False
+            self._synced_through = self._appended_through
 
     def _lag(self) -> int:
         """Records appended here since the head last moved (what this process knows of)."""
@@ -218,7 +284,8 @@ class EvidenceChain:
         return self._last.seq - (-1 if self._head is None else self._head.seq)
 
     def move_head(self) -> None:
-        """Move the head to the last record this chain appended, if it lags."""
+        """Move the head to the last record this chain appended, if it lags (the chain is
+        synced first)."""
         with self._lock:
             if self._last is None or self._last == self._head:
                 return
@@ -226,10 +293,68 @@ class EvidenceChain:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 last = self._current_tail(fd)  # another writer may have moved on
+                self._sync(fd)
                 if last is not None and last != self._head:
                     self._write_head(last)
             finally:
                 os.close(fd)
+
+    def recover(self) -> int:
+        """Append the journal's records that the chain lacks, then empty the journal; return
+        how many were appended. Run at start, before anything else appends.
+
+        The journal keeps a record from before the commit it describes was flushed until the
+        chain was synced after it: a crash of the daemon leaves its records both in the chain
+        and the journal, one of the machine may have taken them from the chain's tail. A
+        record counts as in the chain when one of its last records has the same ts, kind and
+        data (they are appended in journal order, so at most the journal's length plus the
+        records of other writers meanwhile back: :data:`MAX_HEAD_LAG` are looked at)."""
+        assert self._journal is not None
+        kept = self._journal.journaled_evidence()
+        if not kept:
+            return 0
+        present = Counter(_content_key(record["ts"], record["kind"], record["data"])
+                          for record in self._last_records(len(kept) + MAX_HEAD_LAG)
+                          if isinstance(record, dict) and RECORD_FIELDS <= record.keys())
+        missing = []
+        for record in kept:
+            key = _content_key(record.ts, record.kind, record.data)
+            if present[key]:
+                present[key] -= 1
+            else:
+                missing.append(record)
+        for start in range(0, len(missing), MAX_APPEND_RECORDS):
+            batch = missing[start:start + MAX_APPEND_RECORDS]
+            for record, outcome in zip(batch, self.append_all(
+                    [(record.kind, record.data) for record in batch],
+                    times=[record.ts for record in batch]), strict=True):
+                if isinstance(outcome, Exception):
+                    log.error("event=evidence-failed kind=%s error=%r", record.kind, outcome)
+        assert kept[-1].id is not None
+        self._journal.forget_evidence(kept[-1].id)
+        if missing:
+            log.warning("event=evidence-recovered records=%d", len(missing))
+        return len(missing)
+
+    def _last_records(self, count: int) -> list[dict[str, Any]]:
+        """Up to ``count`` of the chain's last complete records (as far as they parse)."""
+        try:
+            fd = os.open(self._path, os.O_RDONLY)
+        except FileNotFoundError:
+            return []
+        try:
+            records, end = [], os.fstat(fd).st_size
+            end = _last_newline_end(fd, end)  # a torn last line is no record
+            while end > 0 and len(records) < count:
+                start = _last_newline_end(fd, end - 1)
+                try:
+                    records.append(json.loads(os.pread(fd, end - start, start)))
+                except ValueError:
+                    break
+                end = start
+            return records
+        finally:
+            os.close(fd)
 
     async def record(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """Append a record from the event loop; return it once it is on disk (see
@@ -241,36 +366,61 @@ class EvidenceChain:
 
     async def record_all(self, items: list[tuple[str, dict[str, Any]]]
                          ) -> list[dict[str, Any] | Exception]:
-        """Append records from the event loop, in this order; return once they are on disk,
-        per item the record or the error that kept it out (as :meth:`append_all`).
+        """Append records from the event loop, in this order; return once they are on disk
+        (in the chain, or kept by the journal and flushed), per item the record or the error
+        that kept it out (as :meth:`append_all`).
 
         Records that arrive while an append runs wait for it and then go to the chain together,
         in the order they arrived (group commit). A caller that is cancelled meanwhile does not
         take its records back."""
-        futures = [self.submit(kind, data) for kind, data in items]
+        futures = self.submit(items)
+        if self._journal is not None:
+            await self._journal.flush()
         return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
 
     def record_later(self, kind: str, data: dict[str, Any]) -> None:
         """Queue a record for the chain without waiting for it (:meth:`submit`); an append that
         fails is logged."""
-        self.submit(kind, data).add_done_callback(_log_failure)
+        self.submit([(kind, data)])[0].add_done_callback(_log_failure)
 
-    def submit(self, kind: str, data: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
-        """Queue a record for the chain now, behind every record queued before it; the future
-        ends once it is on disk, with the record or the error that kept it out. For a caller
-        that need not wait for the disk (see :meth:`record_all`)."""
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting.append((kind, data, future))
+    def submit(self, items: Sequence[tuple[str, dict[str, Any]]]
+               ) -> list[asyncio.Future[dict[str, Any]]]:
+        """Queue records for the chain now, behind every record queued before them, and keep
+        them in the journal: they are durable with the store's next flush. Each future ends
+        once its record is in the chain, with the record or the error that kept it out."""
+        loop = asyncio.get_running_loop()
+        now = int(time.time() * 1000)
+        futures, waiting = [], []
+        for kind, data in items:
+            item = _Waiting(kind, data, now, None, loop.create_future())
+            futures.append(item.future)
+            try:
+                _check_item(kind, data)
+            except (TypeError, ValueError) as error:
+                item.future.set_exception(error)
+                continue
+            waiting.append(item)
+        if self._journal is not None and waiting:
+            try:
+                kept = self._journal.journal_evidence(
+                    [JournaledRecord(item.ts, item.kind, item.data) for item in waiting])
+            except sqlite3.Error as error:  # then their append is synced, as without a journal
+                log.error("event=evidence-journal-failed error=%r", error)
+            else:
+                for item, record in zip(waiting, kept, strict=True):
+                    item.journal_id = record.id
+        self._waiting += waiting
         self._more.set()
-        if self._writer is None:
+        if self._writer is None and self._waiting:
             self._writer = asyncio.ensure_future(self._write_waiting())
-        return future
+        return futures
 
     async def _write_waiting(self) -> None:
         try:
             while True:
                 while self._waiting:
                     await self._write_batch()
+                    self._forget_synced()
                 if self._last is None or self._last == self._head or self._closing:
                     return
                 # Idle: move the head once no record came for a while (one write, not one per
@@ -281,6 +431,7 @@ class EvidenceChain:
                         await self._more.wait()
                 except TimeoutError:
                     await asyncio.to_thread(self.move_head)
+                    self._forget_synced()
                     if not self._waiting:
                         return
         except (OSError, EvidenceError) as error:
@@ -291,46 +442,60 @@ class EvidenceChain:
     async def _write_batch(self) -> None:
         batch = self._waiting[:MAX_APPEND_RECORDS]
         del self._waiting[:MAX_APPEND_RECORDS]
-        items = [(kind, data) for kind, data, _ in batch]
+        items = [(item.kind, item.data) for item in batch]
+        times = [item.ts for item in batch]
+        journal_ids = [item.journal_id for item in batch if item.journal_id is not None]
+        if len(journal_ids) < len(batch):
+            journal_ids = []  # a record the journal does not keep: this append is synced
         try:
-            if self._lag() + len(items) >= HEAD_EVERY_RECORDS:
-                # This append moves the head too (a file written, synced and renamed, and its
-                # directory synced): in a thread, so that the loop does not wait for it.
-                outcomes = await asyncio.to_thread(self.append_all, items, head=False)
+            if self._lag() + len(items) >= HEAD_EVERY_RECORDS or not journal_ids:
+                # This append syncs the chain, and may move the head (a file written, synced
+                # and renamed, and its directory synced): in a thread, so that the loop does not
+                # wait for the disk.
+                outcomes = await asyncio.to_thread(self.append_all, items, head=False,
+                                                   times=times, journal_ids=journal_ids)
             else:
-                # On the loop, as the store's fsync (docs/performance.md, "Evidence in groups"),
-                # once what was made ready with these records ran: a forward or a send that then
-                # waits for its peer leaves the loop to the append.
+                # On the loop: no fsync. Once what was made ready with these records ran: a
+                # forward or a send that then waits for its peer leaves the loop to the append.
                 await asyncio.sleep(0)
-                outcomes = self.append_all(items, head=False)
+                outcomes = self.append_all(items, head=False, times=times,
+                                           journal_ids=journal_ids)
         except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
             outcomes = [error] * len(batch)
-        for (_, _, future), outcome in zip(batch, outcomes, strict=True):
-            if future.done():
+        for item, outcome in zip(batch, outcomes, strict=True):
+            if item.future.done():
                 continue
             if isinstance(outcome, Exception):
-                future.set_exception(outcome)
+                item.future.set_exception(outcome)
             else:
-                future.set_result(outcome)
+                item.future.set_result(outcome)
+
+    def _forget_synced(self) -> None:
+        """Tell the journal what the chain now holds on disk (on the loop: the store's)."""
+        through = self._synced_through
+        if self._journal is not None and through > self._forgotten_through:
+            self._journal.forget_evidence(through)
+            self._forgotten_through = through
 
     async def close(self) -> None:
-        """Write what is queued and move the head (the node stops)."""
+        """Write what is queued, sync the chain and move the head (the node stops)."""
         self._closing = True
         try:
             while self._writer is not None:
                 self._more.set()
                 await asyncio.shield(self._writer)
             await asyncio.to_thread(self.move_head)
+            self._forget_synced()
         except (OSError, EvidenceError) as error:  # the chain moved away or was damaged
             log.error("event=evidence-head-failed error=%r", error)
         finally:
             self._closing = False
 
-    def _make_record(self, kind: str, data: dict[str, Any],
-                     last: EvidenceHead | None) -> dict[str, Any]:
+    def _make_record(self, kind: str, data: dict[str, Any], last: EvidenceHead | None,
+                     ts: int | None = None) -> dict[str, Any]:
         seq = 0 if last is None else last.seq + 1
         prev = None if last is None else last.hash
-        ts = int(time.time() * 1000)
+        ts = int(time.time() * 1000) if ts is None else ts
         signer = self._identity.signer()
         record = {"seq": seq, "ts": ts, "kind": kind, "data": data, "prev": prev,
                   "hash": record_hash(seq, ts, kind, data, prev), "signer": signer.aid,
@@ -379,6 +544,17 @@ class EvidenceChain:
         text = json.dumps(body | {"signature": b64u(signature)}) + "\n"
         write_atomic(self._head_path, text.encode(), mode=0o644, locked=True)  # under flock
         self._head = head
+
+
+def _check_item(kind: str, data: object) -> None:
+    check_kind(kind)
+    if not isinstance(data, dict):
+        raise TypeError(f"evidence data must be a JSON object, got {type(data).__name__}")
+
+
+def _content_key(ts: int, kind: str, data: dict[str, Any]) -> tuple[int, str, bytes]:
+    """What tells a record from the others in :meth:`EvidenceChain.recover`."""
+    return ts, kind, canonical_json(data)
 
 
 def _log_failure(future: asyncio.Future[dict[str, Any]]) -> None:

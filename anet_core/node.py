@@ -105,7 +105,8 @@ class Node:
         hooks = NodeHooks(plugins)
         async with AsyncExitStack() as stack:
             store = await stack.enter_async_context(open_store(paths.database))
-            evidence = EvidenceChain(paths.evidence_chain, identity)
+            evidence = EvidenceChain(paths.evidence_chain, identity, journal=store)
+            evidence.recover()  # what a crash took from the chain's tail, from the journal
             stack.push_async_callback(evidence.close)
             metrics = NodeMetrics()
             metrics.follow_store(store)

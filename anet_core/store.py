@@ -1,5 +1,5 @@
 """The node's SQLite store (``<data>/anet.db``): tasks, idempotency keys, outbox, replay ids,
-trust list, inbound policy and inbox.
+trust list, inbound policy, inbox, and the evidence journal.
 
 One connection, used from the event loop. Every statement is short (indexed lookups, one-row
 writes), so running them inline costs less than handing them to a thread (measured with
@@ -30,7 +30,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -128,6 +128,18 @@ MIGRATIONS: tuple[str, ...] = (
         arrived_at REAL NOT NULL
     );
     """,
+    # version 2
+    """
+    -- Evidence records the daemon made that its chain may not hold on disk yet: committed
+    -- before anyone is told of what they record, kept until the chain is synced
+    -- (EvidenceChain in anet_core/evidence.py).
+    CREATE TABLE evidence_journal (
+        id        INTEGER PRIMARY KEY,
+        ts        INTEGER NOT NULL,
+        kind      TEXT NOT NULL,
+        data_json TEXT NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -173,6 +185,16 @@ class OutboxEntry:
     envelope: dict[str, Any] | None
     attempts: int
     created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class JournaledRecord:
+    """An evidence record as the journal keeps it: ``id`` is None until it is kept."""
+
+    ts: int
+    kind: str
+    data: dict[str, Any]
+    id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -465,6 +487,27 @@ class Store:
     def set_inbound_policy(self, policy: str) -> None:
         self._db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key)"
                          " DO UPDATE SET value = excluded.value", (POLICY_KEY, str(policy)))
+
+    # --- evidence journal ----------------------------------------------------------------------
+
+    def journal_evidence(self, records: list[JournaledRecord]) -> list[JournaledRecord]:
+        """Keep records until the evidence chain has them on disk; they are durable with the
+        next :meth:`flush`. Returns them with their journal ids, in order."""
+        with self.transaction(durable=False):
+            return [replace(record, id=self._db.execute(
+                "INSERT INTO evidence_journal (ts, kind, data_json) VALUES (?, ?, ?)",
+                (record.ts, record.kind, json.dumps(record.data))).lastrowid)
+                for record in records]
+
+    def journaled_evidence(self) -> list[JournaledRecord]:
+        """The records still kept, oldest first."""
+        return [JournaledRecord(row["ts"], row["kind"], json.loads(row["data_json"]), row["id"])
+                for row in self._db.execute("SELECT * FROM evidence_journal ORDER BY id")]
+
+    def forget_evidence(self, through: int) -> None:
+        """The chain holds every record up to journal id ``through`` on disk."""
+        with self.transaction(durable=False):
+            self._db.execute("DELETE FROM evidence_journal WHERE id <= ?", (through,))
 
     # --- inbox -----------------------------------------------------------------------------------
 

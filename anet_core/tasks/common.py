@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -143,13 +144,15 @@ class Services:
         """Carry out the effects of a committed transaction, in this order, once it is on disk.
 
         The task layer commits without waiting for the disk (``durable=False``); this is where
-        it waits (one fsync covers every transaction committed before it), before anyone is
-        told: the caller (who may answer an A2A client), a subscriber, a backend, the evidence
-        chain; the outbox flushes again before it hands anything to the hub. The flush does not
-        yield to the loop, so a module's progress reports still reach the outbox together with
-        the end that follows them (see ``Outbox.flush``)."""
+        it waits (one fsync covers every transaction committed before it, and the evidence
+        records the journal keeps from just before it), before anyone is told: the caller (who
+        may answer an A2A client), a subscriber, a backend; the outbox flushes again before it
+        hands anything to the hub. The flush does not yield to the loop, so a module's progress
+        reports still reach the outbox together with the end that follows them (see
+        ``Outbox.flush``). The records are in the chain when this returns."""
         if not (effects.events or effects.send or effects.background or effects.evidence):
             return
+        recorded = self.evidence.submit(effects.evidence)
         await self.store.flush()
         if effects.send:
             self.wake_outbox()
@@ -157,9 +160,9 @@ class Services:
             self.events.publish(task_id, events, terminal=terminal)
         for work in effects.background:
             self.start_background(work)
-        if effects.evidence:
-            # Appended together with the records that wait at the same time.
-            outcomes = await self.evidence.record_all(effects.evidence)
+        if recorded:
+            # The records are durable in the journal; the chain has them once they are appended.
+            outcomes = await asyncio.shield(asyncio.gather(*recorded, return_exceptions=True))
             for (kind, _), outcome in zip(effects.evidence, outcomes, strict=True):
                 if isinstance(outcome, Exception):
                     log.error("event=evidence-failed kind=%s error=%r", kind, outcome)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from anet_core.evidence import (
 from anet_core.identity import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT
 from anet_core.settings import DataPaths
+from anet_core.store import open_store
 from anet_core.util.canonical import b64u, canonical_json
 
 
@@ -411,3 +413,65 @@ def test_a_head_further_behind_than_a_crash_can_leave_it_is_refused(
     (path.parent / HEAD_FILE).write_bytes(old_head)
     with pytest.raises(EvidenceError, match="removed or rewritten"):
         EvidenceChain(path, owner).append("task.accepted", {"n": -1})
+
+
+# --- the daemon's journal (the store keeps a record until the chain is synced) --------------
+
+async def test_records_kept_by_the_journal_are_appended_without_a_sync_and_forgotten_once_synced(
+        tmp_path: Path, path: Path, owner: Identity) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": 0})])  # a new chain's first: synced
+        synced = path.stat().st_size
+        outcomes = await chain.record_all([("task.accepted", {"n": n}) for n in range(1, 6)])
+        assert [record["seq"] for record in outcomes] == [1, 2, 3, 4, 5]  # type: ignore[index]
+        assert path.stat().st_size > synced  # in the chain at once, for every reader
+        assert [record.data["n"] for record in store.journaled_evidence()] == [1, 2, 3, 4, 5]
+        await chain.close()  # syncs the chain and moves the head
+        assert store.journaled_evidence() == []
+    report = verify(path, owner.verified_history)
+    assert report.ok and report.records == 6 and report.last.seq == 5  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("lost", ["nothing", "the unsynced tail", "a torn last line"])
+async def test_recover_appends_what_a_crash_took_from_the_chain_once(
+        tmp_path: Path, path: Path, owner: Identity, lost: str) -> None:
+    """The daemon is killed (nothing lost: every record is both in the chain and the journal) or
+    the machine goes down (the chain loses what was written since its last sync, possibly in
+    the middle of a line): the restarted node's chain holds every record exactly once."""
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": 0})])
+        synced = path.stat().st_size
+        await chain.record_all([("task.accepted", {"n": n}) for n in range(1, 4)])
+        await chain.record_all([("task.answered", {"n": n}) for n in range(4, 6)])
+        if lost != "nothing":
+            cut = synced if lost == "the unsynced tail" else path.stat().st_size - 7
+            with path.open("r+b") as chain_file:
+                chain_file.truncate(cut)
+        restarted = EvidenceChain(path, owner, journal=store)
+        assert restarted.recover() == {"nothing": 0, "the unsynced tail": 5,
+                                       "a torn last line": 1}[lost]
+        assert store.journaled_evidence() == []
+        assert restarted.recover() == 0
+    report = verify(path, owner.verified_history)
+    assert report.ok, report.issues
+    records = [json.loads(line) for line in lines(path)]
+    assert [record["data"]["n"] for record in records] == [0, 1, 2, 3, 4, 5]
+    assert [record["kind"] for record in records[4:]] == ["task.answered"] * 2
+
+
+async def test_a_record_the_journal_cannot_keep_is_synced_by_its_append(
+        tmp_path: Path, path: Path, owner: Identity) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": 0})])
+
+        def refuse(records: object) -> object:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        store.journal_evidence = refuse  # type: ignore[assignment,method-assign]
+        await chain.record_all([("task.accepted", {"n": 1})])
+        assert not chain._unsynced  # the append waited for the disk, as without a journal
+        await chain.close()
+    assert verify(path, owner.verified_history).records == 2

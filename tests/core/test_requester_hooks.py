@@ -165,10 +165,10 @@ async def test_a_client_subscribing_during_the_waiting_turn_does_not_see_the_que
 
 async def test_a_client_subscribing_while_a_hold_is_recorded_sees_the_hold(
         tmp_path: Path) -> None:
-    """The turn's events go out before its evidence is appended: a client that subscribes in
+    """The turn's commit is flushed before its events go out: a client that subscribes in
     between must find the held question in its snapshot, or it never hears of it (a blocking
     send would wait for ever)."""
-    appending, release = asyncio.Event(), asyncio.Event()
+    flushing, release = asyncio.Event(), asyncio.Event()
 
     class Holds:
         @hookimpl
@@ -182,17 +182,24 @@ async def test_a_client_subscribing_while_a_hold_is_recorded_sees_the_hold(
     async with open_node(tmp_path / "a", hub, plugins=plugins_with(Holds())) as a, \
             open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
         b.tasks.trust(a.aid)
-        record_all = a.evidence.record_all
+        submit, flush = a.evidence.submit, a.store.flush
+        held = False
 
-        async def slow_record_all(items):  # type: ignore[no-untyped-def]
-            if any(kind == "payment.refuse" for kind, _ in items):
-                appending.set()
+        def noting_submit(items):  # type: ignore[no-untyped-def]
+            nonlocal held
+            held = held or any(kind == "payment.refuse" for kind, _ in items)
+            return submit(items)
+
+        async def slow_flush() -> None:  # the hold's commit, on its way to the disk
+            if held and not release.is_set():
+                flushing.set()
                 await release.wait()
-            return await record_all(items)
+            await flush()
 
-        a.evidence.record_all = slow_record_all  # type: ignore[method-assign]
+        a.evidence.submit = noting_submit  # type: ignore[method-assign]
+        a.store.flush = slow_flush  # type: ignore[method-assign]
         sent = await a.tasks.send(b.aid, user_message("hi"))
-        await asyncio.wait_for(appending.wait(), 10)
+        await asyncio.wait_for(flushing.wait(), 10)
         subscription = a.tasks.subscribe(b.aid, sent["id"])
         release.set()
         assert subscription.snapshot["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"

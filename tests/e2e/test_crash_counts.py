@@ -9,7 +9,7 @@ SIGKILL and started again, in turn. Then:
 - every task the A2A client was given an id for is still at alice and settles: completed with
   a verified receipt, or waiting for bob's operator (bob restarted while serving it);
 - the backend was given each message at most once, and only messages of those tasks;
-- both evidence chains verify.
+- both evidence chains verify, and hold each step of each task once.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pytest
 
 from anet_core.config import read_raw, write_config
 from anet_core.demo.network import DemoNode, EmbeddedNetwork
-from anet_core.evidence import verify
+from anet_core.evidence import read_records, verify
 from anet_core.identity import Identity
 from anet_core.wire import TaskState
 from tests.support.sdk_backend import TOKEN, sdk_backend
@@ -111,10 +111,12 @@ async def test_sigkill_loses_nothing_acknowledged_and_runs_nothing_twice() -> No
                 return True
 
             await eventually(all_settled, "every acknowledged task settles", SETTLE_TIMEOUT_S)
-            outcomes = Counter()
+            outcomes, completed = Counter(), []
             for task_id in acknowledged:
                 task = await network.jsonrpc(alice, bob.aid, "GetTask", {"id": task_id})
                 outcomes[task["status"]["state"]] += 1
+                if task["status"]["state"] == "TASK_STATE_COMPLETED":
+                    completed.append(task_id)
                 if task["status"]["state"] == "TASK_STATE_COMPLETED":
                     assert task["metadata"]["anet.receipt_verified"] is True, task
                     assert task["artifacts"], task
@@ -129,5 +131,14 @@ async def test_sigkill_loses_nothing_acknowledged_and_runs_nothing_twice() -> No
                 history = Identity.load(node.paths.identity).verified_history
                 report = verify(node.paths.evidence_chain, history)
                 assert report.ok, report.issues
+            # Each step of each task is in its node's chain once, whoever died when.
+            for node, kind, tasks in ((alice, "task.forwarded", list(acknowledged)),
+                                      (alice, "task.finished", completed),
+                                      (bob, "task.answered", completed)):
+                history = Identity.load(node.paths.identity).verified_history
+                recorded = Counter(record.task_id for record in read_records(
+                    node.paths.evidence_chain, history, kind=kind))
+                assert {task_id: recorded[task_id] for task_id in tasks} == \
+                    dict.fromkeys(tasks, 1), kind
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
