@@ -463,6 +463,10 @@ class BackendChannel(Protocol):
     async def cancel(self, task_id: str) -> None: ...
 
 
+BackendOpener = Callable[[BackendTarget], AbstractAsyncContextManager[BackendChannel]]
+"""Checks and connects one backend; the context yields a :class:`BackendChannel`."""
+
+
 @dataclass(frozen=True)
 class BackendKind:
     """A way to reach backends whose ``url`` has one of ``schemes``.
@@ -475,10 +479,14 @@ class BackendKind:
 
     name: str
     schemes: tuple[str, ...]
-    open: Callable[[BackendTarget], AbstractAsyncContextManager[BackendChannel]]
+    open: BackendOpener
     diagnose: Callable[[BackendTarget], Awaitable[CheckResult]] | None = None
     skills: Callable[[BackendTarget], Awaitable[list[dict[str, Any]]]] | None = None
     """The skills such a backend offers (from its agent card), for the node's network card."""
+    pooled: Callable[[], AbstractAsyncContextManager[BackendOpener]] | None = None
+    """Entered while the backends module runs, when given: it yields the opener the forwards
+    use instead of ``open``, whose channels share what the kind keeps between them (for the
+    ``a2a`` kind, each backend's HTTP connections), closed when the module stops."""
     module: str = field(kw_only=True)
 
 

@@ -18,7 +18,7 @@ from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import Backend, Retry
 from anet_backends.forward import BackendTask, Forwarder
 from anet_backends.retry import RetryPlan
-from anet_core.records import InboundTask
+from anet_core.records import BackendOpener, InboundTask
 from tests.support.messages import user_message
 
 PEER = "p" * 32
@@ -111,7 +111,9 @@ class Harness:
 
 def make_harness(url: str, *, token_file: Path | None = None, give_up_after: str = "0",
                  max_interval: str = "1s", idle_timeout_s: float = 10.0,
-                 **backend: Any) -> Harness:
+                 open: BackendOpener | None = None, **backend: Any) -> Harness:
+    """``open``: what the forwards use instead of the kind's own (``pooled_a2a``'s, as while
+    the module runs); by default each forward has a session of its own."""
     config = Backend(match="*", url=url, token_file=str(token_file) if token_file else None,
                      **backend)
     evidence: list[tuple[str, dict[str, Any]]] = []
@@ -122,7 +124,7 @@ def make_harness(url: str, *, token_file: Path | None = None, give_up_after: str
     retry = RetryPlan.of(Retry(max_interval=max_interval, give_up_after=give_up_after))
     tasks: dict[str, BackendTask] = {}
     return Harness(Forwarder(config.target(), A2A_KIND, retry, record,
-                             idle_timeout_s=idle_timeout_s, tasks=tasks), evidence)
+                             idle_timeout_s=idle_timeout_s, tasks=tasks, open=open), evidence)
 
 
 # --- a listener under another account ------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from anet_backends.config import Backend, BackendsConfig, Retry
 from anet_backends.service import Backends, check_policy, installed_kinds
 from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, hookimpl
 from anet_core.plugins import make_plugins
-from tests.backends.harness import completed, fake_backend, inbound, make_harness
+from tests.backends.harness import Recorder, completed, fake_backend, inbound, make_harness
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -88,6 +89,46 @@ def test_an_unknown_scheme_at_start_names_the_backend_and_key() -> None:
         retry=BackendsConfig().retry)
     with pytest.raises(AnetError, match=r"backends\[0\]\.url 'gopher://x'"):
         Backends(config, {"unix": A2A_KIND}, _record, idle_timeout_s=5)
+
+
+async def test_the_forwards_of_a_running_module_open_through_the_kinds_pooled_opener() -> None:
+    """``BackendKind.pooled`` is entered once for the module's run, for the kinds its backends
+    use; every forward opens through what it yielded, and it is closed when the module stops."""
+    events: list[str] = []
+
+    def opener(name: str) -> Any:
+        @asynccontextmanager
+        async def open_echo(target: Any) -> Any:
+            events.append(f"{name} {target.match}")
+
+            class Echo:
+                async def send(self, message: Any, metadata: Any) -> Any:
+                    yield {"message": {"messageId": "m", "role": "ROLE_AGENT",
+                                       "parts": message["parts"]}}
+
+            yield Echo()
+
+        return open_echo
+
+    @asynccontextmanager
+    async def pooled() -> Any:
+        events.append("pooled")
+        yield opener("shared")
+        events.append("closed")
+
+    kinds = {"echo": BackendKind(name="echo", schemes=("echo",), open=opener("own"),
+                                 pooled=pooled, module="echo"),
+             "unix": A2A_KIND}  # installed, used by no backend: its pool is not opened
+    config = BackendsConfig(backends=[Backend(match="*", url="echo://one"),
+                                      Backend(match="chat", url="echo://two")])
+    async with Backends.running(config, kinds, _record, idle_timeout_s=5) as service:
+        for skill in (None, "chat"):
+            claim = service.claim(inbound("hi", skill=skill), InboundPolicy.TRUSTED)
+            assert claim is not None
+            recorder = Recorder()
+            await claim.serve(inbound("hi", skill=skill), recorder)  # type: ignore[arg-type]
+            assert recorder.kinds() == ["reply_message"]
+    assert events == ["pooled", "shared *", "shared chat", "closed"]
 
 
 async def test_retries_stop_at_give_up_after(sock_dir: Path) -> None:

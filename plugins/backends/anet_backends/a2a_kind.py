@@ -9,11 +9,14 @@ A card read for a forward is used again by the next forwards for :data:`CARD_REU
 as the backend's socket is the same file (a restarted backend binds a new one) and the calls
 succeed; a failed call, or the ``anet doctor`` and skills reads, read it afresh. The checks of
 the socket and its listener run on every connection all the same (transport.py).
+
+While the module runs, the forwards to one backend share one HTTP session (:func:`pooled_a2a`),
+which keeps a unix-socket connection for the next forward (transport.py says how briefly, and
+what is checked before it is used again); ``anet doctor`` and the skills reads open their own.
 """
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -31,10 +34,12 @@ from anet_backends.transport import (
     CONNECT_TIMEOUT_S,
     CheckedTCPConnector,
     CheckedUnixConnector,
+    socket_file,
 )
 from anet_core.api import (
     BackendError,
     BackendKind,
+    BackendOpener,
     BackendStage,
     BackendTarget,
     CheckResult,
@@ -74,13 +79,7 @@ _cards: dict[BackendTarget, _ReadCard] = {}
 
 
 def _socket_file(target: BackendTarget) -> tuple[int, int] | None:
-    if target.scheme != "unix":
-        return None
-    try:
-        info = os.stat(URL(target.url).path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
+    return socket_file(Path(URL(target.url).path)) if target.scheme == "unix" else None
 
 
 def _reusable_card(target: BackendTarget) -> AgentCard | None:
@@ -247,41 +246,72 @@ def _first_line(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
-def _plan(target: BackendTarget) -> tuple[aiohttp.BaseConnector, URL]:
+def _plan(target: BackendTarget, *, keep_alive: bool = False) -> tuple[aiohttp.BaseConnector, URL]:
     """The connector and the card URL for ``target``'s url."""
     if target.scheme == "unix":
         path = Path(URL(target.url).path)
-        return CheckedUnixConnector(target, path), UNIX_ORIGIN.with_path(AGENT_CARD_WELL_KNOWN_PATH)
+        return (CheckedUnixConnector(target, path, keep_alive=keep_alive),
+                UNIX_ORIGIN.with_path(AGENT_CARD_WELL_KNOWN_PATH))
     url = URL(target.url)
     if not url.path.endswith(".json"):
         url = url.with_path(url.path.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH)
     return CheckedTCPConnector(), url
 
 
+def _session(target: BackendTarget, *, keep_alive: bool = False
+             ) -> tuple[aiohttp.ClientSession, URL]:
+    connector, card_url = _plan(target, keep_alive=keep_alive)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout), card_url
+
+
 @asynccontextmanager
 async def open_a2a(target: BackendTarget, *, fresh_card: bool = True
                    ) -> AsyncIterator[A2AChannel]:
-    """Check and connect the backend, read its card (``fresh_card`` False: the card of the last
-    forward when it may be used again), and yield the channel."""
-    connector, card_url = _plan(target)
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        channel = A2AChannel(target, session, card_url)
-        card = None if fresh_card else _reusable_card(target)
-        if card is None:
-            _keep_card(target, await channel.load_card())
-        else:
-            channel.use_card(card)
-        try:
-            yield channel
-        except BaseException:
-            _cards.pop(target, None)  # whatever went wrong, the next forward reads the card
-            raise
+    """Check and connect the backend in a session of its own, read its card (``fresh_card``
+    False: the card of the last forward when it may be used again), and yield the channel."""
+    session, card_url = _session(target)
+    async with session, _channel(target, session, card_url, fresh_card=fresh_card) as channel:
+        yield channel
+
+
+@asynccontextmanager
+async def _channel(target: BackendTarget, session: aiohttp.ClientSession, card_url: URL, *,
+                   fresh_card: bool) -> AsyncIterator[A2AChannel]:
+    channel = A2AChannel(target, session, card_url)
+    card = None if fresh_card else _reusable_card(target)
+    if card is None:
+        _keep_card(target, await channel.load_card())
+    else:
+        channel.use_card(card)
+    try:
+        yield channel
+    except BaseException:
+        _cards.pop(target, None)  # whatever went wrong, the next forward reads the card
+        raise
 
 
 def open_a2a_forward(target: BackendTarget) -> AbstractAsyncContextManager[A2AChannel]:
     """:func:`open_a2a` for a forward: the card of the last forward serves when it may."""
     return open_a2a(target, fresh_card=False)
+
+
+@asynccontextmanager
+async def pooled_a2a() -> AsyncIterator[BackendOpener]:
+    """While the backends module runs: the forwards to each backend share one session."""
+    sessions: dict[BackendTarget, tuple[aiohttp.ClientSession, URL]] = {}
+
+    def open_forward(target: BackendTarget) -> AbstractAsyncContextManager[A2AChannel]:
+        if target not in sessions:
+            sessions[target] = _session(target, keep_alive=True)
+        session, card_url = sessions[target]
+        return _channel(target, session, card_url, fresh_card=False)
+
+    try:
+        yield open_forward
+    finally:
+        for session, _ in sessions.values():
+            await session.close()
 
 
 async def diagnose_a2a(target: BackendTarget) -> CheckResult:
@@ -313,4 +343,5 @@ async def skills_a2a(target: BackendTarget) -> list[dict[str, Any]]:
 
 
 A2A_KIND = BackendKind(name="a2a", schemes=("unix", "http", "https"), open=open_a2a_forward,
-                       diagnose=diagnose_a2a, skills=skills_a2a, module="backends")
+                       diagnose=diagnose_a2a, skills=skills_a2a, pooled=pooled_a2a,
+                       module="backends")

@@ -28,6 +28,7 @@ from anet_core.api import (
     METADATA_PREFIX,
     BackendError,
     BackendKind,
+    BackendOpener,
     BackendStage,
     BackendTarget,
     InboundTask,
@@ -115,10 +116,12 @@ class Forwarder:
     """Serves the tasks that one configured backend takes."""
 
     def __init__(self, target: BackendTarget, kind: BackendKind, retry: RetryPlan,
-                 record: Record, *, idle_timeout_s: float,
-                 tasks: dict[str, BackendTask]) -> None:
+                 record: Record, *, idle_timeout_s: float, tasks: dict[str, BackendTask],
+                 open: BackendOpener | None = None) -> None:
         self.target = target
         self.kind = kind
+        self.open = open or kind.open
+        """How the forwards reach the backend: the kind's, or what its ``pooled`` yielded."""
         self.retry = retry
         self.record = record
         self.idle_timeout_s = idle_timeout_s
@@ -235,7 +238,7 @@ class Forwarder:
                        outgoing: WireObject, metadata: dict[str, Any], turn: Turn,
                        first: bool) -> None:
         loop = asyncio.get_running_loop()
-        async with (self.kind.open(self.target) as channel,
+        async with (self.open(self.target) as channel,
                     aclosing(channel.send(outgoing, metadata)) as sent,
                     Arrivals(sent) as arrivals):
             # The backend has the message from here on; the working notice counts from now.
@@ -372,7 +375,7 @@ class Forwarder:
         task too, so that the backend stops working on it."""
         if mapped.task_id is not None:
             try:
-                async with self.kind.open(self.target) as channel:
+                async with self.open(self.target) as channel:
                     await asyncio.wait_for(channel.cancel(mapped.task_id), self.idle_timeout_s)
             except (BackendError, TimeoutError) as error:
                 log.warning("event=backend-cancel-failed backend=%s backendTask=%s task=%s "

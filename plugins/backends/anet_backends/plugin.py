@@ -59,15 +59,16 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
         check_policy(config, node.tasks.policy)
         if (warning := retry_warning(config.retry)) is not None:
             log.warning("event=backends-retry-too-long detail=%r", warning)
-        service = Backends(config, installed_kinds(node.plugins),
-                           Backends.counting(Backends.evidence_recorder(node.evidence.record_later),
-                                             node.metrics),
-                           idle_timeout_s=node.config.node.no_response_after.total_seconds())
-        node[SERVICE] = service
-        try:
-            yield
-        finally:
-            del node[SERVICE]
+        record = Backends.counting(Backends.evidence_recorder(node.evidence.record_later),
+                                   node.metrics)
+        async with Backends.running(
+                config, installed_kinds(node.plugins), record,
+                idle_timeout_s=node.config.node.no_response_after.total_seconds()) as service:
+            node[SERVICE] = service
+            try:
+                yield
+            finally:
+                del node[SERVICE]
 
     return [Lifespan(name="backends", open=backends, module="backends")]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from anet_backends import MODULE
@@ -13,6 +14,7 @@ from anet_backends.retry import RetryPlan
 from anet_core.api import (
     AnetError,
     BackendKind,
+    BackendOpener,
     InboundPolicy,
     InboundTask,
     NodeKey,
@@ -81,14 +83,30 @@ class Backends:
     """The configured backends of a running node and the requester-task mapping they share."""
 
     def __init__(self, config: BackendsConfig, kinds: dict[str, BackendKind], record: Record,
-                 *, idle_timeout_s: float) -> None:
+                 *, idle_timeout_s: float, openers: dict[str, BackendOpener] | None = None
+                 ) -> None:
         self.tasks: dict[str, BackendTask] = {}
         retry = RetryPlan.of(config.retry)
         self._backends: dict[str, tuple[Backend, Forwarder]] = {}
         for index, backend in enumerate(config.backends):
-            forwarder = Forwarder(backend.target(), kind_for(index, backend, kinds), retry,
-                                  record, idle_timeout_s=idle_timeout_s, tasks=self.tasks)
+            kind = kind_for(index, backend, kinds)
+            forwarder = Forwarder(backend.target(), kind, retry, record,
+                                  idle_timeout_s=idle_timeout_s, tasks=self.tasks,
+                                  open=(openers or {}).get(kind.name, kind.open))
             self._backends[backend.match] = (backend, forwarder)
+
+    @classmethod
+    @asynccontextmanager
+    async def running(cls, config: BackendsConfig, kinds: dict[str, BackendKind],
+                      record: Record, *, idle_timeout_s: float) -> AsyncIterator[Backends]:
+        """The service while the module runs, the configured backends' kinds open for it:
+        their forwards share what a kind keeps between them (``BackendKind.pooled``)."""
+        used = {kind.name: kind for kind in (kind_for(index, backend, kinds) for index, backend
+                                             in enumerate(config.backends))}
+        async with AsyncExitStack() as stack:
+            openers = {name: await stack.enter_async_context(kind.pooled())
+                       for name, kind in used.items() if kind.pooled is not None}
+            yield cls(config, kinds, record, idle_timeout_s=idle_timeout_s, openers=openers)
 
     def claim(self, task: InboundTask, policy: InboundPolicy) -> TaskClaim | None:
         """The backend that serves ``task``, or None to leave it in the inbox.

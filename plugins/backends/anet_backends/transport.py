@@ -2,14 +2,23 @@
 
 A unix socket is checked twice: its path before connecting, its listener (SO_PEERCRED) on the
 connected socket, which only then is handed to aiohttp. A loopback TCP connection is checked
-through /proc/net/tcp and /proc/*/fd before aiohttp writes to it. Connections are never reused
-(``force_close``): each request goes over a connection checked for it.
+through /proc/net/tcp and /proc/*/fd before aiohttp writes to it, and never reused
+(``force_close``).
+
+A unix-socket connection may be kept for the next request (``keep_alive``, the forwards of a
+running node) for :data:`KEEP_ALIVE_S`, less than servers keep an idle connection (uvicorn,
+hypercorn and Node.js: 5 s), so that a kept connection is not one the server is closing. Before
+a request goes over a kept connection its socket's path is checked again, and the socket must
+still be the file the connection was made to: a changed socket, owner, mode or directory is
+noticed before the next write, as on a new connection. Its listener cannot have changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,23 +29,42 @@ from anet_backends import sockcheck
 from anet_core.api import BackendError, BackendStage, BackendTarget
 
 if TYPE_CHECKING:
-    from aiohttp.client_reqrep import ClientRequest
+    from aiohttp.client_reqrep import ClientRequest, Connection
     from aiohttp.tracing import Trace
 
 CONNECT_TIMEOUT_S = 10.0
+KEEP_ALIVE_S = 1.0
+"""How long a unix-socket connection stays open for the next request (see above)."""
 
 
 class CheckedUnixConnector(aiohttp.BaseConnector):
     """Connects to ``target``'s unix socket and refuses it unless every check passes."""
 
-    def __init__(self, target: BackendTarget, path: Path) -> None:
-        super().__init__(force_close=True)
+    def __init__(self, target: BackendTarget, path: Path, *, keep_alive: bool = False) -> None:
+        if keep_alive:
+            super().__init__(keepalive_timeout=KEEP_ALIVE_S)
+        else:
+            super().__init__(force_close=True)
         self._target = target
         self._path = path
+        self._made_to: weakref.WeakKeyDictionary[ResponseHandler, tuple[int, int]] = \
+            weakref.WeakKeyDictionary()
+        """The socket file (device, inode) each connection was made to."""
+
+    async def connect(self, req: ClientRequest, traces: list[Trace],
+                      timeout: aiohttp.ClientTimeout) -> Connection:
+        while True:
+            sockcheck.check_socket_path(self._target, self._path)  # a kept connection too
+            connection = await super().connect(req, traces, timeout)
+            if connection.protocol is not None and \
+                    self._made_to.get(connection.protocol) == socket_file(self._path):
+                return connection
+            connection.close()  # kept, but the socket has been replaced since: not this one
 
     async def _create_connection(self, req: ClientRequest, traces: list[Trace],
                                  timeout: aiohttp.ClientTimeout) -> ResponseHandler:
         owner = sockcheck.check_socket_path(self._target, self._path)
+        made_to = socket_file(self._path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
         try:
@@ -53,7 +81,18 @@ class CheckedUnixConnector(aiohttp.BaseConnector):
         except BaseException:
             sock.close()
             raise
+        if made_to is not None:
+            self._made_to[protocol] = made_to
         return protocol
+
+
+def socket_file(path: Path) -> tuple[int, int] | None:
+    """What identifies the socket file at ``path`` (device, inode); None when there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class CheckedTCPConnector(aiohttp.TCPConnector):
