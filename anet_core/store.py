@@ -132,7 +132,7 @@ MIGRATIONS: tuple[str, ...] = (
     """
     -- Evidence records the daemon made that its chain may not hold on disk yet: committed
     -- before anyone is told of what they record, kept until the chain is synced
-    -- (EvidenceChain in anet_core/evidence.py).
+    -- (EvidenceChain in anet_core/evidence/chain.py).
     CREATE TABLE evidence_journal (
         id        INTEGER PRIMARY KEY,
         ts        INTEGER NOT NULL,

@@ -1,30 +1,5 @@
-"""The evidence chain: append-only, hash-chained, signed records of what the node did.
-
-``<data>/evidence/chain.jsonl`` (``DataPaths.evidence_chain``) holds one record per line
-(canonical JSON)::
-
-    {"seq": 0, 1, 2, …, "ts": unix ms, "kind": "task.accepted", "data": {...},
-     "prev": hash of the previous record (null for seq 0),
-     "hash": base64url SHA-256 of canonical {"seq", "ts", "kind", "data", "prev"},
-     "signer": AID, "keySeq": n, "signature": Ed25519 (evidence context) over the canonical record
-     without "signature"}
-
-``head.json`` beside it holds the last appended seq and hash, signed (head context) and replaced
-atomically after each append. A chain that ends before its head was truncated; without the head,
-dropping the newest records would leave a perfectly valid shorter chain.
-
-The daemon's chain has a journal (the node's store): a record is kept there in the commit that
-the store's next flush makes durable, before anyone is told of what it records, and appended to
-the chain at once without an fsync of its own. The chain is synced when its head moves (every
-:data:`HEAD_EVERY_RECORDS` records, when idle, when the node stops), and the journal then forgets
-what the chain holds on disk; :meth:`EvidenceChain.recover` appends, at start, what a crash of
-the machine took from the chain's tail. An append without a journal (the CLI, other processes)
-is synced before it returns, and moves the head.
-
-Records signed by a key that a later emergency rotation revoked still verify here: the chain is
-the node's own, and revocation cannot make what it recorded earlier untrue. Do not put secrets or
-message content in ``data``: hashes and ids are enough to prove what happened.
-"""
+"""Writing the evidence chain: appends, the head, and the daemon's journal (the format and the
+guarantees are in the package's docstring, ``anet_core/evidence/__init__.py``)."""
 
 from __future__ import annotations
 
@@ -39,15 +14,13 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from anet_core.identity.encoding import decode_b64u
-from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.keystore import Identity
-from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, verify_with_key
+from anet_core.identity.signatures import EVIDENCE_CONTEXT
 from anet_core.store import JournaledRecord
 from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
 from anet_core.util.fsutil import write_atomic
@@ -98,30 +71,6 @@ class EvidenceHead:
 
     seq: int
     hash: str
-
-
-@dataclass(frozen=True)
-class EvidenceIssue:
-    """One finding of ``verify``. ``reason``: malformed, changed, inserted, removed, reordered,
-    truncated, torn-tail, head-mismatch or no-head. ``line`` is 1-based when the issue has one."""
-
-    reason: str
-    detail: str
-    seq: int | None = None
-    line: int | None = None
-
-
-@dataclass(frozen=True)
-class EvidenceReport:
-    """The outcome of ``verify``: ``ok`` when there are no issues."""
-
-    records: int
-    last: EvidenceHead | None
-    issues: tuple[EvidenceIssue, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.issues
 
 
 def check_kind(kind: object) -> str:
@@ -517,7 +466,7 @@ class EvidenceChain:
         last_line = _read_last_line(fd, size)
         last = None if last_line is None else _tail_record(last_line, self._path)
         try:
-            head = _read_head(self._head_path)
+            head = read_head(self._head_path)
         except ValueError as error:
             raise EvidenceError(f"{self._head_path} is damaged ({error}); run `anet doctor`, then "
                                 f"restore it from a backup or move {self._path.parent} away to "
@@ -560,182 +509,6 @@ def _content_key(ts: int, kind: str, data: dict[str, Any]) -> tuple[int, str, by
 def _log_failure(future: asyncio.Future[dict[str, Any]]) -> None:
     if not future.cancelled() and future.exception() is not None:
         log.error("event=evidence-failed error=%r", future.exception())
-
-
-def verify(path: Path, history: VerifiedHistory, *,
-           checkpoint: EvidenceHead | None = None) -> EvidenceReport:
-    """Check every record of the chain at ``path`` and its order, against its ``head.json`` and an
-    optional ``checkpoint`` the caller kept elsewhere; report every finding (read-only)."""
-    issues: list[EvidenceIssue] = []
-    valid: list[tuple[int, dict[str, Any]]] = []
-    unverified: list[tuple[int, dict[str, Any], str]] = []
-    count = 0
-    for line_number, line in _lines(Path(path), issues):
-        count += 1
-        record, problem = _check_record(line, history)
-        if record is None:
-            issues.append(EvidenceIssue("malformed", problem, line=line_number))
-        elif problem:
-            unverified.append((line_number, record, problem))
-        else:
-            valid.append((line_number, record))
-
-    by_seq = _check_order(valid, unverified, issues)
-    last = None
-    if by_seq:
-        last_seq = max(by_seq)
-        last = EvidenceHead(last_seq, by_seq[last_seq]["hash"])
-
-    head_path = Path(path).with_name(HEAD_FILE)
-    head = _verified_head(head_path, history, issues)
-    if head is None and count >= 2 and not head_path.exists():
-        # The head is written after every append, so only the newest record may lack it.
-        issues.append(EvidenceIssue("no-head", f"{HEAD_FILE} is missing beside {count} records"))
-    for name, mark in ((HEAD_FILE, head), ("the checkpoint", checkpoint)):
-        if mark is None:
-            continue
-        if last is None or mark.seq > last.seq:
-            ends_at = None if last is None else last.seq
-            issues.append(EvidenceIssue("truncated", f"{name} records seq {mark.seq}, the chain "
-                                        f"ends at {ends_at}", seq=mark.seq))
-        elif mark.seq in by_seq and by_seq[mark.seq]["hash"] != mark.hash:
-            issues.append(EvidenceIssue("head-mismatch", f"record seq {mark.seq} differs from the "
-                                        f"one {name} recorded", seq=mark.seq))
-    return EvidenceReport(records=count, last=last, issues=tuple(issues))
-
-
-@dataclass(frozen=True)
-class ReadRecord:
-    """A record as ``anet evidence list`` shows it: ``problem`` is "" when it verifies."""
-
-    record: dict[str, Any]
-    problem: str
-
-    @property
-    def task_id(self) -> str | None:
-        value = self.record["data"].get("taskId")
-        return value if isinstance(value, str) else None
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.record | {"verified": not self.problem, "problem": self.problem}
-
-
-def read_records(path: Path, history: VerifiedHistory, *, kind: str | None = None,
-                 task: str | None = None) -> list[ReadRecord]:
-    """The well-formed records of the chain at ``path``, in file order, each checked against
-    ``history``; ``kind`` keeps one kind (``task.*`` a family), ``task`` one task's records.
-    Read-only; :func:`verify` is what judges the chain as a whole (order, gaps, head)."""
-    found = []
-    for _, line in _lines(Path(path), []):
-        record, problem = _check_record(line, history)
-        if record is None:
-            continue
-        read = ReadRecord(record, problem)
-        if kind is not None and not _kind_matches(record["kind"], kind):
-            continue
-        if task is not None and read.task_id != task:
-            continue
-        found.append(read)
-    return found
-
-
-def _kind_matches(kind: str, wanted: str) -> bool:
-    if wanted.endswith(".*"):
-        return kind.startswith(wanted[:-1])
-    return kind == wanted
-
-
-def _check_record(line: bytes, history: VerifiedHistory) -> tuple[dict[str, Any] | None, str]:
-    """(record, "") when valid, (record, problem) when well-formed but unverified,
-    (None, problem) when malformed."""
-    try:
-        record = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as error:
-        return None, f"not JSON: {error}"
-    if not isinstance(record, dict) or record.keys() != RECORD_FIELDS:
-        return None, f"a record has exactly the fields {sorted(RECORD_FIELDS)}"
-    seq, ts, key_seq = record["seq"], record["ts"], record["keySeq"]
-    if not all(is_non_negative_int(value) for value in (seq, ts, key_seq)):
-        return None, "seq, ts and keySeq must be non-negative integers"
-    if not isinstance(record["data"], dict) or not isinstance(record["kind"], str):
-        return None, "kind must be text and data an object"
-    try:
-        expected_hash = record_hash(seq, ts, record["kind"], record["data"], record["prev"])
-        signature = decode_b64u(record["signature"], what="signature", length=SIGNATURE_BYTES)
-        signed = canonical_json({name: value for name, value in record.items()
-                                 if name != "signature"})
-    except (TypeError, ValueError) as error:
-        return None, str(error)
-    if record["hash"] != expected_hash:
-        return record, f"record seq {seq} does not match its hash: its content was changed"
-    if record["signer"] != history.aid:
-        return record, f"record seq {seq} is signed by {record['signer']!r}, not {history.aid}"
-    try:
-        public_key = history.signing_key_at(key_seq)
-    except LookupError as error:
-        return record, f"record seq {seq}: {error}"
-    if not verify_with_key(public_key, EVIDENCE_CONTEXT, signed, signature):
-        return record, f"record seq {seq} has a signature that does not verify"
-    return record, ""
-
-
-def _check_order(valid: list[tuple[int, dict[str, Any]]],
-                 unverified: list[tuple[int, dict[str, Any], str]],
-                 issues: list[EvidenceIssue]) -> dict[int, dict[str, Any]]:
-    """Classify records that do not verify, then find duplicated, out-of-order, missing and
-    unlinked records among those that do. Returns the verified records by seq."""
-    by_seq: dict[int, dict[str, Any]] = {}
-    highest_so_far = -1
-    for line_number, record in valid:
-        seq = record["seq"]
-        if seq in by_seq:
-            issues.append(EvidenceIssue("inserted", f"a second record with seq {seq}",
-                                        seq=seq, line=line_number))
-            continue
-        if seq < highest_so_far:
-            issues.append(EvidenceIssue("reordered", f"record seq {seq} comes after seq "
-                                        f"{highest_so_far}", seq=seq, line=line_number))
-        by_seq[seq] = record
-        highest_so_far = max(highest_so_far, seq)
-    for line_number, record, problem in unverified:
-        seq = record["seq"]
-        if seq in by_seq:  # a forged record beside the genuine one
-            issues.append(EvidenceIssue("inserted", f"{problem}, beside the genuine record seq "
-                                        f"{seq}", seq=seq, line=line_number))
-        else:
-            issues.append(EvidenceIssue("changed", problem, seq=seq, line=line_number))
-    # A changed record still accounts for its seq: report it once, as changed, not also as removed.
-    accounted = by_seq.keys() | {record["seq"] for _, record, _ in unverified}
-    for seq in range(max(accounted, default=-1) + 1):
-        if seq not in accounted:
-            issues.append(EvidenceIssue("removed", f"record seq {seq} is missing", seq=seq))
-    for seq, record in by_seq.items():
-        predecessor = by_seq.get(seq - 1)
-        if seq == 0:
-            expected_prev = None
-        elif predecessor is not None:
-            expected_prev = predecessor["hash"]
-        else:
-            continue  # the predecessor is missing: reported as removed
-        if record["prev"] != expected_prev:
-            issues.append(EvidenceIssue("changed", f"record seq {seq} does not link to record "
-                                        f"seq {seq - 1}", seq=seq))
-    return by_seq
-
-
-def _lines(path: Path, issues: list[EvidenceIssue]) -> Iterator[tuple[int, bytes]]:
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return
-    with handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.endswith(b"\n"):
-                issues.append(EvidenceIssue("torn-tail", "the last line is incomplete (a crash "
-                                            "during an append); it is discarded on the next append",
-                                            line=line_number))
-                return
-            yield line_number, line
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -799,7 +572,7 @@ def _record_back(fd: int, size: int, back: int, path: Path) -> EvidenceHead:
     return _tail_record(line, path)
 
 
-def _read_head(path: Path) -> dict[str, Any] | None:
+def read_head(path: Path) -> dict[str, Any] | None:
     """The raw ``head.json`` object, None when absent; ``ValueError`` when it is not a head."""
     try:
         head = json.loads(path.read_text(encoding="utf-8"))
@@ -811,29 +584,3 @@ def _read_head(path: Path) -> dict[str, Any] | None:
             or not isinstance(head.get("hash"), str)):
         raise ValueError("it lacks a seq and a hash")
     return head
-
-
-def _verified_head(path: Path, history: VerifiedHistory,
-                   issues: list[EvidenceIssue]) -> EvidenceHead | None:
-    """The head when ``head.json`` exists and is signed by ``history``'s identity."""
-    try:
-        head = _read_head(path)
-    except ValueError as error:
-        issues.append(EvidenceIssue("head-mismatch", f"{path.name} is unreadable: {error}"))
-        return None
-    if head is None:
-        return None
-    body = {name: head.get(name) for name in ("seq", "hash", "signer", "keySeq")}
-    try:
-        valid = (head.keys() == body.keys() | {"signature"} and head["signer"] == history.aid
-                 and verify_with_key(history.signing_key_at(head["keySeq"]), HEAD_CONTEXT,
-                                     canonical_json(body),
-                                     decode_b64u(head["signature"], what="signature",
-                                                 length=SIGNATURE_BYTES)))
-    except (LookupError, ValueError):
-        valid = False
-    if not valid:
-        issues.append(EvidenceIssue("head-mismatch", f"{path.name} is not signed by {history.aid}",
-                                    seq=head["seq"]))
-        return None
-    return EvidenceHead(head["seq"], head["hash"])

@@ -1,0 +1,65 @@
+"""The evidence chain: append-only, hash-chained, signed records of what the node did.
+
+``<data>/evidence/chain.jsonl`` (``DataPaths.evidence_chain``) holds one record per line
+(canonical JSON)::
+
+    {"seq": 0, 1, 2, …, "ts": unix ms, "kind": "task.accepted", "data": {...},
+     "prev": hash of the previous record (null for seq 0),
+     "hash": base64url SHA-256 of canonical {"seq", "ts", "kind", "data", "prev"},
+     "signer": AID, "keySeq": n, "signature": Ed25519 (evidence context) over the canonical record
+     without "signature"}
+
+``head.json`` beside it holds the last appended seq and hash, signed (head context) and replaced
+atomically after each append. A chain that ends before its head was truncated; without the head,
+dropping the newest records would leave a perfectly valid shorter chain.
+
+The daemon's chain has a journal (the node's store): a record is kept there in the commit that
+the store's next flush makes durable, before anyone is told of what it records, and appended to
+the chain at once without an fsync of its own. The chain is synced when its head moves (every
+:data:`HEAD_EVERY_RECORDS` records, when idle, when the node stops), and the journal then forgets
+what the chain holds on disk; :meth:`EvidenceChain.recover` appends, at start, what a crash of
+the machine took from the chain's tail. An append without a journal (the CLI, other processes)
+is synced before it returns, and moves the head.
+
+Records signed by a key that a later emergency rotation revoked still verify here: the chain is
+the node's own, and revocation cannot make what it recorded earlier untrue. Do not put secrets or
+message content in ``data``: hashes and ids are enough to prove what happened.
+"""
+
+from anet_core.evidence.chain import (
+    HEAD_EVERY_RECORDS,
+    HEAD_FILE,
+    MAX_APPEND_RECORDS,
+    MAX_HEAD_LAG,
+    EvidenceChain,
+    EvidenceError,
+    EvidenceHead,
+    EvidenceJournal,
+    check_kind,
+    record_hash,
+)
+from anet_core.evidence.verify import (
+    EvidenceIssue,
+    EvidenceReport,
+    ReadRecord,
+    read_records,
+    verify,
+)
+
+__all__ = [
+    "HEAD_EVERY_RECORDS",
+    "HEAD_FILE",
+    "MAX_APPEND_RECORDS",
+    "MAX_HEAD_LAG",
+    "EvidenceChain",
+    "EvidenceError",
+    "EvidenceHead",
+    "EvidenceIssue",
+    "EvidenceJournal",
+    "EvidenceReport",
+    "ReadRecord",
+    "check_kind",
+    "read_records",
+    "record_hash",
+    "verify",
+]
