@@ -272,13 +272,18 @@ class EvidenceChain:
                 present[key] -= 1
             else:
                 missing.append(record)
-        for start in range(0, len(missing), MAX_APPEND_RECORDS):
-            batch = missing[start:start + MAX_APPEND_RECORDS]
-            for record, outcome in zip(batch, self.append_all(
-                    [(record.kind, record.data) for record in batch],
-                    times=[record.ts for record in batch]), strict=True):
-                if isinstance(outcome, Exception):
-                    log.error("event=evidence-failed kind=%s error=%r", record.kind, outcome)
+        try:
+            for start in range(0, len(missing), MAX_APPEND_RECORDS):
+                batch = missing[start:start + MAX_APPEND_RECORDS]
+                for record, outcome in zip(batch, self.append_all(
+                        [(record.kind, record.data) for record in batch],
+                        times=[record.ts for record in batch]), strict=True):
+                    if isinstance(outcome, Exception):
+                        log.error("event=evidence-failed kind=%s error=%r", record.kind, outcome)
+        except (OSError, EvidenceError) as error:  # the disk, or a damaged chain
+            # The journal keeps them all: the next start finds those appended by now.
+            log.error("event=evidence-recovery-failed kept=%d error=%r", len(kept), error)
+            return 0
         assert kept[-1].id is not None
         self._journal.forget_evidence(kept[-1].id)
         if missing:

@@ -475,3 +475,17 @@ async def test_a_record_the_journal_cannot_keep_is_synced_by_its_append(
         assert not chain._unsynced  # the append waited for the disk, as without a journal
         await chain.close()
     assert verify(path, owner.verified_history).records == 2
+
+
+async def test_a_chain_that_refuses_appends_leaves_the_journal_to_the_next_start(
+        tmp_path: Path, path: Path, owner: Identity) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": n}) for n in range(3)])
+        await chain.close()
+        await chain.record_all([("task.accepted", {"n": 3})])  # then the machine went down
+        kept = store.journaled_evidence()
+        rewrite(path, lambda chain_lines: chain_lines[:2])  # and the chain lost more than that
+        restarted = EvidenceChain(path, owner, journal=store)
+        assert restarted.recover() == 0  # the chain is shorter than its head: nothing appended
+        assert store.journaled_evidence() == kept  # nothing forgotten either
