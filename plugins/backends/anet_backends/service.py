@@ -152,8 +152,8 @@ class Backends:
     @staticmethod
     def evidence_recorder(record_later: Callable[[str, dict[str, Any]], None]) -> Record:
         """``record_later`` is the chain's: the record takes its place in the chain at once, in
-        order, and is appended in a thread while the forward goes on (it does not wait for the
-        disk; an append that fails is logged)."""
+        order, kept by the node's evidence journal, and the forward goes on without waiting for
+        the append (one that fails is logged)."""
 
         async def record(kind: str, data: dict[str, Any]) -> None:
             record_later(kind, data)
