@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,24 @@ async def test_a_kept_connection_carries_nothing_once_its_directory_is_unsafe(
     assert recorder.kinds() == ["to_inbox"]  # refused, left to the operator
     assert "can be changed by every user" in recorder.events[0][1]
     assert len(backend.posts) == 1  # the kept connection carried nothing more
+
+
+async def test_any_number_of_turns_are_open_at_once_on_one_backend(sock_dir: Path) -> None:
+    """A forward holds its connection for its turn: the shared session does not make the
+    101st wait for one of the first hundred to end."""
+    path, release, count = sock_dir / "a2a.sock", asyncio.Event(), 110
+
+    async def answer(request: web.Request, body: dict[str, Any], n: int) -> web.Response:
+        await release.wait()
+        return web.json_response(completed(body["id"]))
+
+    async with fake_backend(path, answer) as backend, pooled_a2a() as open_forward:
+        harness = make_harness(f"unix://{path}", open=open_forward)
+        turns = [asyncio.ensure_future(harness.serve(inbound(f"task {n}")))
+                 for n in range(count)]
+        async with asyncio.timeout(20):
+            while len(backend.posts) < count:
+                await asyncio.sleep(0.01)
+        release.set()
+        recorders = await asyncio.gather(*turns)
+    assert all(recorder.kinds()[-1] == "complete" for recorder in recorders)

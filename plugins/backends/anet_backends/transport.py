@@ -42,7 +42,9 @@ class CheckedUnixConnector(aiohttp.BaseConnector):
 
     def __init__(self, target: BackendTarget, path: Path, *, keep_alive: bool = False) -> None:
         if keep_alive:
-            super().__init__(keepalive_timeout=KEEP_ALIVE_S)
+            # No limit: a forward holds its connection for its whole turn, and a backend may
+            # have any number of turns open (as when each forward had a session of its own).
+            super().__init__(keepalive_timeout=KEEP_ALIVE_S, limit=0)
         else:
             super().__init__(force_close=True)
         self._target = target
