@@ -246,7 +246,8 @@ def _first_line(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
-def _plan(target: BackendTarget, *, keep_alive: bool = False) -> tuple[aiohttp.BaseConnector, URL]:
+def _plan(target: BackendTarget, *, keep_alive: bool = False
+          ) -> tuple[aiohttp.BaseConnector, URL]:
     """The connector and the card URL for ``target``'s url."""
     if target.scheme == "unix":
         path = Path(URL(target.url).path)
