@@ -35,6 +35,7 @@ from anet_core.evidence.chain import (
     EvidenceError,
     EvidenceHead,
     EvidenceJournal,
+    appended,
     check_kind,
     record_hash,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "EvidenceJournal",
     "EvidenceReport",
     "ReadRecord",
+    "appended",
     "check_kind",
     "read_records",
     "record_hash",

@@ -330,7 +330,7 @@ class EvidenceChain:
         futures = self.submit(items)
         if self._journal is not None:
             await self._journal.flush()
-        return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
+        return await appended(futures)
 
     def record_later(self, kind: str, data: dict[str, Any]) -> None:
         """Queue a record for the chain without waiting for it (:meth:`submit`); an append that
@@ -498,6 +498,13 @@ class EvidenceChain:
         text = json.dumps(body | {"signature": b64u(signature)}) + "\n"
         write_atomic(self._head_path, text.encode(), mode=0o644, locked=True)  # under flock
         self._head = head
+
+
+async def appended(futures: Sequence[asyncio.Future[dict[str, Any]]]
+                   ) -> list[dict[str, Any] | Exception]:
+    """Wait for records :meth:`EvidenceChain.submit` queued to be in the chain: per record the
+    record or the error that kept it out. A caller cancelled meanwhile takes nothing back."""
+    return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
 
 
 def _check_item(kind: str, data: object) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -11,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from anet_core.errors import AnetError
-from anet_core.evidence import EvidenceChain
+from anet_core.evidence import EvidenceChain, appended
 from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
@@ -162,7 +161,7 @@ class Services:
             self.start_background(work)
         if recorded:
             # The records are durable in the journal; the chain has them once they are appended.
-            outcomes = await asyncio.shield(asyncio.gather(*recorded, return_exceptions=True))
+            outcomes = await appended(recorded)
             for (kind, _), outcome in zip(effects.evidence, outcomes, strict=True):
                 if isinstance(outcome, Exception):
                     log.error("event=evidence-failed kind=%s error=%r", kind, outcome)

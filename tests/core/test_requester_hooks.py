@@ -4,12 +4,15 @@ the agent's question itself, holds a client's answer, and one turn per task runs
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from anet_core import hookimpl
+from anet_core.node import Node
 from anet_core.protocol.tasks import Reason
 from anet_core.records import InboundTask, TaskClaim, TurnAnswer, TurnHandler
 from anet_core.wire import TaskState
@@ -42,6 +45,17 @@ class AsksForAName:
         return TaskClaim(module="scenario", serve=serve)
 
 
+@asynccontextmanager
+async def requester_and_agent(tmp_path: Path, module: object
+                              ) -> AsyncIterator[tuple[Node, Node, AsksForAName]]:
+    """Node a with ``module``, node b serving :class:`AsksForAName` and trusting a."""
+    hub, agent = FakeHub(), AsksForAName()
+    async with open_node(tmp_path / "a", hub, plugins=plugins_with(module)) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
+        b.tasks.trust(a.aid)
+        yield a, b, agent
+
+
 def state(node, task_id: str) -> str:
     return str(node.tasks.get(None, task_id)["status"]["state"])
 
@@ -63,10 +77,7 @@ async def test_hook_anet_requester_waiting(tmp_path: Path) -> None:
                                   evidence=(("greeter.answered", {"taskId": turn.task_id}),))
             return TurnHandler(module="greeter", run=run)
 
-    hub, agent = FakeHub(), AsksForAName()
-    async with open_node(tmp_path / "a", hub, plugins=plugins_with(AnswersForTheClient())) as a, \
-            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
-        b.tasks.trust(a.aid)
+    async with requester_and_agent(tmp_path, AnswersForTheClient()) as (a, b, agent):
         sent = await a.tasks.send(b.aid, user_message("hi") | {"extensions": ["urn:x"]})
         subscription = a.tasks.subscribe(b.aid, sent["id"])
         await eventually(lambda: state(a, sent["id"]) == "TASK_STATE_COMPLETED")
@@ -107,10 +118,7 @@ async def test_hook_anet_requester_answer(tmp_path: Path) -> None:
                 return TurnAnswer(send=turn.message | {"parts": [{"text": text.upper()}]})
             return TurnHandler(module="greeter", run=run)
 
-    hub, agent = FakeHub(), AsksForAName()
-    async with open_node(tmp_path / "a", hub, plugins=plugins_with(RefusesPasswords())) as a, \
-            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
-        b.tasks.trust(a.aid)
+    async with requester_and_agent(tmp_path, RefusesPasswords()) as (a, b, agent):
         sent = await a.tasks.send(b.aid, user_message("hi"))
         await eventually(lambda: state(a, sent["id"]) == "TASK_STATE_INPUT_REQUIRED")
         ids = {"taskId": sent["id"], "contextId": sent["contextId"]}
@@ -145,10 +153,7 @@ async def test_a_client_subscribing_during_the_waiting_turn_does_not_see_the_que
                                         "role": "ROLE_USER", "parts": [{"text": "Ada"}]})
             return TurnHandler(module="greeter", run=run)
 
-    hub, agent = FakeHub(), AsksForAName()
-    async with open_node(tmp_path / "a", hub, plugins=plugins_with(AnswersSlowly())) as a, \
-            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
-        b.tasks.trust(a.aid)
+    async with requester_and_agent(tmp_path, AnswersSlowly()) as (a, b, agent):
         sent = await a.tasks.send(b.aid, user_message("hi"))
         await asyncio.wait_for(started.wait(), 10)
         assert state(a, sent["id"]) == "TASK_STATE_INPUT_REQUIRED"  # stored: the agent asked
@@ -178,10 +183,7 @@ async def test_a_client_subscribing_while_a_hold_is_recorded_sees_the_hold(
                                   evidence=[("payment.refuse", {"taskId": turn.task_id})])
             return TurnHandler(module="greeter", run=run)
 
-    hub, agent = FakeHub(), AsksForAName()
-    async with open_node(tmp_path / "a", hub, plugins=plugins_with(Holds())) as a, \
-            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
-        b.tasks.trust(a.aid)
+    async with requester_and_agent(tmp_path, Holds()) as (a, b, agent):
         submit, flush = a.evidence.submit, a.store.flush
         held = False
 
@@ -221,10 +223,7 @@ async def test_a_hold_on_the_first_message_rejects_the_task_and_sends_nothing(
                     evidence=(("greeter.refused", {"taskId": turn.task_id}),))
             return TurnHandler(module="greeter", run=run)
 
-    hub, agent = FakeHub(), AsksForAName()
-    async with open_node(tmp_path / "a", hub, plugins=plugins_with(RefusesPasswords())) as a, \
-            open_node(tmp_path / "b", hub, plugins=plugins_with(agent)) as b:
-        b.tasks.trust(a.aid)
+    async with requester_and_agent(tmp_path, RefusesPasswords()) as (a, b, agent):
         message = user_message("my password", "m-1") | {"contextId": "c-1"}
         refused = await a.tasks.send(b.aid, message)
         again = await a.tasks.send(b.aid, message)  # a repeat: the same task, asked no more
