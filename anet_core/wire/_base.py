@@ -132,6 +132,9 @@ Base64Bytes = Annotated[
 
 def _wire_value(value: Any) -> Any:
     """The ProtoJSON form of one field value (recursing into lists, maps and models)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float:
+        return value  # most values: nothing to convert (an enum is a str subclass, not a str)
     if isinstance(value, WireModel):
         return value.wire()
     if isinstance(value, Enum):
@@ -151,8 +154,31 @@ def _is_proto_default(value: Any) -> bool:
     if isinstance(value, WireModel):
         return False  # a set message field is always written
     if isinstance(value, ProtoEnum):
-        return value.number == 0
+        return value._name_ == type(value)._member_names_[0]  # number 0, without the search
     return not value  # "", 0, False, [], {}, b""
+
+
+_ALWAYS, _EXPLICIT, _IMPLICIT = range(3)
+"""How :meth:`WireModel.wire` treats a field: written even at its default (``ALWAYS_EMITTED``),
+written whenever set (explicit presence), written when it differs from its default."""
+
+
+_PLANS: dict[type[WireModel], tuple[tuple[str, str, int], ...]] = {}
+"""Each model's :func:`_output_plan`, made at its first :meth:`WireModel.wire`."""
+
+
+def _output_plan(model: type[WireModel]) -> tuple[tuple[str, str, int], ...]:
+    """(field name, wire name, treatment) of every field of ``model``, in declaration order."""
+    plan = []
+    for name, field in model.model_fields.items():
+        if name in model.ALWAYS_EMITTED:
+            treatment = _ALWAYS
+        elif field.default is None and field.default_factory is None:
+            treatment = _EXPLICIT
+        else:
+            treatment = _IMPLICIT
+        plan.append((name, field.alias or name, treatment))
+    return tuple(plan)
 
 
 class WireModel(BaseModel):
@@ -184,16 +210,17 @@ class WireModel(BaseModel):
 
     def wire(self) -> dict[str, Any]:
         """The ProtoJSON object: camelCase keys, enum names, unset and default fields left out."""
+        plan = _PLANS.get(type(self))
+        if plan is None:
+            plan = _PLANS[type(self)] = _output_plan(type(self))
+        values = self.__dict__
         out: dict[str, Any] = {}
-        for name, field in type(self).model_fields.items():
-            value = getattr(self, name)
-            if name not in self.ALWAYS_EMITTED:
-                if value is None:
-                    continue
-                explicit_presence = field.default is None and field.default_factory is None
-                if not explicit_presence and _is_proto_default(value):
-                    continue
-            out[field.alias or name] = _wire_value(value)
+        for name, wire_name, treatment in plan:
+            value = values[name]
+            if treatment != _ALWAYS and (value is None or (
+                    treatment == _IMPLICIT and _is_proto_default(value))):
+                continue
+            out[wire_name] = _wire_value(value)
         return out
 
     def wire_json(self) -> str:
