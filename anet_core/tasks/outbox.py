@@ -179,6 +179,13 @@ class Outbox:
                     if not await self._send(entry):
                         return  # the task's later entries wait behind this one
 
+        if len(by_task) == 1:
+            # One task's entries (the usual case) are sent from here, not from a task of their
+            # own: the envelope leaves in this turn of the loop, not after what else is ready.
+            # What it raises, run() logs; the entry stays due.
+            (entries,) = by_task.values()
+            await in_order(entries)
+            return
         outcomes = await asyncio.gather(*(in_order(entries) for entries in by_task.values()),
                                         return_exceptions=True)
         for outcome in outcomes:
