@@ -277,7 +277,7 @@ def anet_backend_kinds() -> list[BackendKind]:
         @asynccontextmanager
         async def open_echo(target):
             class Echo:
-                async def send(self, message, metadata):
+                async def send(self, message, metadata, *, blocking=False):
                     text = message["parts"][0]["text"]
                     yield {"message": {"messageId": uuid4().hex, "role": "ROLE_AGENT",
                                        "parts": [{"text": text}]}}

@@ -140,6 +140,11 @@ class InboundTask:
     question: dict[str, Any] | None = None
     """For the requester's answer on a task that waits for input: the agent's status message it
     answers (A2A Message wire JSON, e.g. a gate's quote); None for a new task."""
+    blocking: bool = False
+    """True when the requester's client waits for the end of this turn in one blocking call and
+    sees no progress (A2A SendMessage without ``returnImmediately``): a module may then serve it
+    without reporting progress as it goes (the backends module asks a backend for its final
+    answer alone)."""
 
 
 MessageLike = str | dict[str, Any]
@@ -165,6 +170,10 @@ class Responder(Protocol):
     request_metadata: dict[str, Any]
     """The request-level metadata (SendMessage ``metadata``) that came with the message being
     served: the first message's, then that of each :meth:`next_message`."""
+    blocking: bool
+    """Whether the requester waits for the end of the turn in hand without following its
+    progress (:attr:`InboundTask.blocking`): the first message's, then each
+    :meth:`next_message`'s."""
 
     @property
     def ended(self) -> bool:
@@ -453,12 +462,13 @@ class BackendChannel(Protocol):
 
     ``send`` forwards an A2A message (wire JSON) with the request ``metadata`` and yields the
     backend's answers as A2A StreamResponse objects (``{"task": ...}``, ``{"message": ...}``,
-    ``{"statusUpdate": ...}``, ``{"artifactUpdate": ...}``) until the turn ends; ``cancel``
-    cancels a backend task. Both raise :class:`BackendError`.
+    ``{"statusUpdate": ...}``, ``{"artifactUpdate": ...}``) until the turn ends; with
+    ``blocking`` (the requester waits for the end only: :attr:`InboundTask.blocking`) it may
+    yield the end alone. ``cancel`` cancels a backend task. Both raise :class:`BackendError`.
     """
 
-    def send(self, message: dict[str, Any],
-             metadata: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+    def send(self, message: dict[str, Any], metadata: dict[str, Any], *,
+             blocking: bool = False) -> AsyncIterator[dict[str, Any]]: ...
 
     async def cancel(self, task_id: str) -> None: ...
 

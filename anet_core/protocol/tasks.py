@@ -138,6 +138,11 @@ class TaskMessage(_Body):
     skill: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     metadata: dict[str, Any] | None = None
     """The request-level ``metadata`` of the client's SendMessage (not the message's own)."""
+    blocking: bool | None = None
+    """True: the requester's client waits for this turn's end in one blocking call (A2A
+    SendMessage without ``returnImmediately``) and sees none of its progress, so the provider
+    may serve the turn without reporting progress on the way (docs/protocol.md). Left out
+    otherwise."""
 
     @field_validator("message")
     @classmethod

@@ -81,8 +81,10 @@ class TaskLayer:
     # --- requester API (see Requester for the rules) ----------------------------------------
 
     async def send(self, aid: str, message: dict[str, Any], *, skill: str | None = None,
-                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        return await self.requester.send(aid, message, skill=skill, metadata=metadata)
+                   metadata: dict[str, Any] | None = None,
+                   blocking: bool = False) -> dict[str, Any]:
+        return await self.requester.send(aid, message, skill=skill, metadata=metadata,
+                                         blocking=blocking)
 
     async def send_own(self, task_id: str, message: dict[str, Any]) -> dict[str, Any]:
         """A module's own message on a requester task waiting for input (see

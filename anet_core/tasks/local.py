@@ -43,10 +43,12 @@ class LocalTasks:
         self._run_effects = run_effects
 
     async def send(self, message: dict[str, Any], *, metadata: dict[str, Any] | None = None,
-                   skill: str | None = None, offer: bool = True) -> dict[str, Any]:
+                   skill: str | None = None, offer: bool = True,
+                   blocking: bool = False) -> dict[str, Any]:
         """A new task, or the caller's answer on its task that waits for input; a repeated
         (contextId, messageId) returns its task and changes nothing. ``skill`` picks who serves
-        it (as a network task's skill does); ``offer`` False leaves it in the inbox."""
+        it (as a network task's skill does); ``offer`` False leaves it in the inbox;
+        ``blocking`` as for a network task (``InboundTask.blocking``)."""
         parsed = _parse_message(message)
         continued = self._task(parsed.task_id) if parsed.task_id else None
         if continued is not None:
@@ -67,7 +69,7 @@ class LocalTasks:
         task_id = continued.id if continued else new_id()
         try:
             body = TaskMessage(task_id=task_id, context_id=context_id, skill=skill,
-                               metadata=metadata,
+                               metadata=metadata, blocking=blocking or None,
                                message={**message, "contextId": context_id, "taskId": task_id})
         except ValidationError as error:
             first = error.errors()[0]

@@ -160,7 +160,8 @@ class Provider:
                                 body.task_id)
         inbound = InboundTask(task_id=body.task_id, context_id=body.context_id, peer_aid=sender,
                               trusted=trusted, skill=body.skill, message=body.message,
-                              metadata=body.metadata, origin=origin)
+                              metadata=body.metadata, origin=origin,
+                              blocking=bool(body.blocking))
         gate = None if policy is InboundPolicy.CLOSED or not offer else self._gates.gate(inbound)
         if gate is not None:
             if body.metadata:
@@ -230,10 +231,10 @@ class Provider:
             self._to_inbox(stored, effects)
         else:
             self._emit(stored, TaskState.TASK_STATE_WORKING, effects)
-            message, metadata = body.message, body.metadata
+            message, metadata, blocking = body.message, body.metadata, bool(body.blocking)
 
             async def deliver() -> None:
-                responder.deliver(message, metadata)
+                responder.deliver(message, metadata, blocking=blocking)
 
             effects.background.append(deliver)
         return effects
@@ -244,7 +245,8 @@ class Provider:
                               trusted=is_local_peer(stored.peer_aid)
                               or self._store.is_trusted(stored.peer_aid), skill=stored.skill,
                               message=body.message, metadata=body.metadata, continued=True,
-                              origin=stored.task.get("metadata", {}).get(ORIGIN))
+                              origin=stored.task.get("metadata", {}).get(ORIGIN),
+                              blocking=bool(body.blocking))
         claim = self._claim(inbound)
         if claim is None:
             log.info("event=answer-to-inbox task=%s servedBy=%s reason=no-module", stored.id,

@@ -107,7 +107,8 @@ class Requester:
     # --- the API the local A2A endpoint and the CLI use -------------------------------------
 
     async def send(self, aid: str, message: dict[str, Any], *, skill: str | None = None,
-                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+                   metadata: dict[str, Any] | None = None,
+                   blocking: bool = False) -> dict[str, Any]:
         """Send an A2A message (wire JSON, role user) to the agent ``aid``; return the task.
 
         - (contextId, messageId) already sent to ``aid``: the existing task, nothing is sent;
@@ -117,7 +118,9 @@ class Requester:
           ``aid`` is unknown, or when the message is invalid (:class:`TaskError`).
 
         ``metadata`` is the request-level metadata of the client's call; it travels beside the
-        message (``task.message`` ``metadata``) to the agent, unchanged.
+        message (``task.message`` ``metadata``) to the agent, unchanged. ``blocking``: the
+        client waits for the end of this turn in one call and sees no progress (``task.message``
+        ``blocking``), so the agent need not report any.
         """
         self._check_remote(aid)
         parsed = _parse_message(message)
@@ -140,7 +143,7 @@ class Requester:
                             hint="`anet join <hub-url>` joins a hub; `anet status` shows the state")
         await self._peer(aid)
         if continued is not None:
-            return await self._answer(continued.id, message, metadata)
+            return await self._answer(continued.id, message, metadata, blocking=blocking)
         task_id, context_id = new_id(), context_id or new_id()
         first = await self._first_turn(aid, task_id, context_id, message, metadata)
         # Everything from here to the commit is synchronous: a concurrent identical send either
@@ -150,7 +153,7 @@ class Requester:
         effects = Effects(send=first.hold is None)
         with self._store.transaction(durable=False):
             stored = self._create(aid, message, context_id, skill, effects, metadata,
-                                  task_id=task_id, refused=first)
+                                  task_id=task_id, refused=first, blocking=blocking)
         await self._run_effects(effects)
         return stored.task
 
@@ -187,7 +190,8 @@ class Requester:
             return stored.task
 
     async def _answer(self, task_id: str, message: dict[str, Any],
-                      metadata: dict[str, Any] | None) -> dict[str, Any]:
+                      metadata: dict[str, Any] | None, *, blocking: bool = False
+                      ) -> dict[str, Any]:
         """The client's message on a task it continues: the modules' answer turn first."""
         async with self._turns.hold(task_id):
             stored = self._task_of(None, task_id)
@@ -208,7 +212,7 @@ class Requester:
                 else:
                     sent = message if answer.send is None else answer.send | {
                         "messageId": message_id}
-                    self._continue(stored, sent, effects, metadata)
+                    self._continue(stored, sent, effects, metadata, blocking=blocking)
                     effects.send = True
                 for kind, data in answer.evidence:
                     effects.record(kind, **data)
@@ -609,7 +613,8 @@ class Requester:
 
     def _create(self, aid: str, message: dict[str, Any], context_id: str, skill: str | None,
                 effects: Effects, metadata: dict[str, Any] | None = None, *,
-                task_id: str | None = None, refused: TurnAnswer | None = None) -> StoredTask:
+                task_id: str | None = None, refused: TurnAnswer | None = None,
+                blocking: bool = False) -> StoredTask:
         """A new task, its message queued for ``aid``; or, when a module's first turn held it
         (``refused.hold``), rejected here with that reason and status, nothing queued."""
         task_id = task_id or new_id()
@@ -637,13 +642,15 @@ class Requester:
             return stored
         self._queue(aid, wire_body(TaskMessage(task_id=task_id, context_id=context_id,
                                                message=sent, skill=skill,
-                                               metadata=metadata or None)), task_id=task_id)
+                                               metadata=metadata or None,
+                                               blocking=blocking or None)), task_id=task_id)
         effects.record("task.forwarded", taskId=task_id, peer=aid, contextId=context_id,
                        messageId=sent["messageId"])
         return stored
 
-    def _continue(self, stored: StoredTask, message: dict[str, Any],
-                  effects: Effects, metadata: dict[str, Any] | None = None) -> StoredTask:
+    def _continue(self, stored: StoredTask, message: dict[str, Any], effects: Effects,
+                  metadata: dict[str, Any] | None = None, *,
+                  blocking: bool = False) -> StoredTask:
         task = stored.task
         state = state_of(task)
         if state.is_terminal:
@@ -665,7 +672,7 @@ class Requester:
                                 sent["messageId"], stored.id)
         self._queue(stored.peer_aid, wire_body(TaskMessage(
             task_id=stored.id, context_id=stored.context_id, message=sent,
-            metadata=metadata or None)), task_id=stored.id)
+            metadata=metadata or None, blocking=blocking or None)), task_id=stored.id)
         effects.publish(task, [status_event(task)])
         effects.record("task.forwarded", taskId=stored.id, peer=stored.peer_aid,
                        contextId=stored.context_id, messageId=sent["messageId"])

@@ -29,7 +29,9 @@ class TaskResponder:
         self.task = task
         self.cancelled = asyncio.Event()
         self.request_metadata: dict[str, Any] = dict(task.metadata or {})
-        self._messages: asyncio.Queue[tuple[dict[str, Any], dict[str, Any]]] = asyncio.Queue()
+        self.blocking = task.blocking
+        self._messages: asyncio.Queue[tuple[dict[str, Any], dict[str, Any], bool]] = \
+            asyncio.Queue()
         self._ended = False
 
     @property
@@ -49,7 +51,7 @@ class TaskResponder:
         await self._report(TaskState.TASK_STATE_INPUT_REQUIRED, message)
 
     async def next_message(self) -> dict[str, Any]:
-        message, self.request_metadata = await self._messages.get()
+        message, self.request_metadata, self.blocking = await self._messages.get()
         return message
 
     async def complete(self, message: MessageLike | None = None,
@@ -75,8 +77,9 @@ class TaskResponder:
 
     # --- used by the task layer ---------------------------------------------------------------
 
-    def deliver(self, message: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
-        self._messages.put_nowait((message, dict(metadata or {})))
+    def deliver(self, message: dict[str, Any], metadata: dict[str, Any] | None = None, *,
+                blocking: bool = False) -> None:
+        self._messages.put_nowait((message, dict(metadata or {}), blocking))
 
     def end(self, *, cancelled: bool) -> None:
         self._ended = True

@@ -68,6 +68,18 @@ async def test_request_metadata_reaches_the_agent_and_message_metadata_is_unchan
     assert offered.message["messageId"] == "m-1" and offered.message["parts"] == sent["parts"]
 
 
+async def test_the_agent_learns_which_sends_wait_for_the_end_alone(local: Local, http) -> None:
+    """Only a blocking SendMessage shows its client no progress (``InboundTask.blocking``): a
+    stream and a send that returns at once follow the task as it runs."""
+    await rpc(http, local, "SendMessage", {"message": user_message("hello", "m-1")})
+    await rpc(http, local, "SendMessage", {"message": user_message("hello", "m-2"),
+                                           "configuration": {"returnImmediately": True}})
+    await stream(http, local, "SendStreamingMessage", {"message": user_message("hello", "m-3")})
+    assert await eventually(lambda: len(local.agent.seen) == 3)
+    assert {task.message["messageId"]: task.blocking for task in local.agent.seen} == {
+        "m-1": True, "m-2": False, "m-3": False}
+
+
 async def test_a_send_does_not_wait_for_the_remote_operator(local: Local, http) -> None:
     answer = await rpc(http, local, "SendMessage", {"message": user_message("inbox please")})
     task = answer["result"]["task"]

@@ -32,6 +32,7 @@ class Recorder:
     replies: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     request_metadata: dict[str, Any] = field(default_factory=dict)
+    blocking: bool = False
     appended: list[bool] = field(default_factory=list)
     """``append`` of each artifact sent before the end."""
     completed_with: list[list[str]] = field(default_factory=list)
@@ -50,9 +51,10 @@ class Recorder:
 
     async def next_message(self) -> dict[str, Any]:
         reply = await self.replies.get()
-        # A reply queued as (message, request metadata) brings its metadata, as the real one.
+        # A reply queued as (message, request metadata[, blocking]) brings them, as the real one.
         if isinstance(reply, tuple):
-            reply, self.request_metadata = reply
+            reply, self.request_metadata, *rest = reply
+            self.blocking = bool(rest and rest[0])
         return reply
 
     async def complete(self, message: dict[str, Any] | None = None,
@@ -83,11 +85,13 @@ class Recorder:
         return out
 
 
-def inbound(text: str, *, trusted: bool = True, skill: str | None = None) -> InboundTask:
+def inbound(text: str, *, trusted: bool = True, skill: str | None = None,
+            blocking: bool = False) -> InboundTask:
     """A task from the requester ``PEER``, as the provider offers it to the modules."""
     message = user_message(text, f"m-{uuid.uuid4().hex}", contextId="requester-ctx")
     return InboundTask(task_id=uuid.uuid4().hex, context_id=f"ctx-{uuid.uuid4().hex[:8]}",
-                       peer_aid=PEER, trusted=trusted, skill=skill, message=message)
+                       peer_aid=PEER, trusted=trusted, skill=skill, message=message,
+                       blocking=blocking)
 
 
 @dataclass
@@ -101,6 +105,7 @@ class Harness:
                     timeout: float = 20) -> Recorder:
         responder = responder or Recorder()
         responder.request_metadata = dict(task.metadata or {})  # as the real Responder starts
+        responder.blocking = task.blocking
         async with asyncio.timeout(timeout):
             await self.forwarder.serve(task, responder)
         return responder

@@ -102,7 +102,8 @@ async def test_the_forwards_of_a_running_module_open_through_the_kinds_pooled_op
             events.append(f"{name} {target.match}")
 
             class Echo:
-                async def send(self, message: Any, metadata: Any) -> Any:
+                async def send(self, message: Any, metadata: Any, *, blocking: bool = False
+                               ) -> Any:
                     yield {"message": {"messageId": "m", "role": "ROLE_AGENT",
                                        "parts": message["parts"]}}
 

@@ -79,6 +79,36 @@ async def test_input_required_continues_the_same_backend_task(sock_dir: Path, to
     assert harness.forwarder.tasks == {}
 
 
+async def test_a_blocking_turn_asks_a_streaming_backend_for_its_end_alone(
+        sock_dir: Path, token_file: Path) -> None:
+    """A requester that waits for the end only (``InboundTask.blocking``) gets it from one
+    SendMessage; the same answer as from the stream another requester follows."""
+    path = sock_dir / "a2a.sock"
+    async with sdk_backend(path, streaming=True, token=TOKEN) as seen:
+        harness = make_harness(f"unix://{path}", token_file=token_file)
+        waiting = await harness.serve(inbound("two please", blocking=True))
+        following = await harness.serve(inbound("two please"))
+    assert seen.accepts == ["application/json", "text/event-stream"]
+    for recorder in (waiting, following):
+        assert recorder.texts("artifact") == ["first", "echo: two please"]
+        assert recorder.kinds()[-1] == "complete"
+
+
+async def test_each_turn_reaches_the_backend_as_its_requester_waits_for_it(
+        sock_dir: Path, token_file: Path) -> None:
+    path = sock_dir / "a2a.sock"
+    async with sdk_backend(path, streaming=True, token=TOKEN) as seen:
+        recorder = Recorder()
+        answer = user_message("blue", f"m-{uuid.uuid4().hex}", contextId="requester-ctx",
+                              taskId="requester-task-id")
+        recorder.replies.put_nowait((answer, {}, False))  # the answer's client follows it
+        await make_harness(f"unix://{path}", token_file=token_file).serve(
+            inbound("ask me", blocking=True), recorder)
+    assert seen.accepts == ["application/json", "text/event-stream"]
+    assert recorder.texts("input_required") == ["which colour?"]
+    assert recorder.texts("artifact") == ["echo: blue"]
+
+
 async def test_a_cancel_reaches_the_backend_task(sock_dir: Path, token_file: Path,
                                                  streaming: bool) -> None:
     path = sock_dir / "a2a.sock"

@@ -262,7 +262,7 @@ async def test_hook_anet_backend_kinds() -> None:
             raise BackendError(BackendStage.UNREACHABLE, f"{target.url} does not answer")
 
         class Echo:
-            async def send(self, message, metadata):
+            async def send(self, message, metadata, *, blocking=False):
                 yield {"message": {"messageId": "m-2", "role": "ROLE_AGENT",
                                    "parts": message["parts"], "metadata": metadata}}
 

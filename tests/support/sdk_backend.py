@@ -42,12 +42,14 @@ TOKEN = "backend-secret-token"
 
 @dataclass
 class Seen:
-    """What the backend received: messages (id, text, task, context), request metadata, and
-    the Authorization header of every HTTP request."""
+    """What the backend received: messages (id, text, task, context), request metadata, the
+    Authorization header of every HTTP request and the Accept header of every JSON-RPC call
+    (``text/event-stream`` asks for an event stream: SendStreamingMessage)."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     metadata: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
+    accepts: list[str | None] = field(default_factory=list)
     canceled: list[str] = field(default_factory=list)
 
 
@@ -101,6 +103,8 @@ def make_app(seen: Seen, *, streaming: bool, token: str) -> Starlette:
 
     async def bearer(request, call_next):  # type: ignore[no-untyped-def]
         seen.authorizations.append(request.headers.get("authorization"))
+        if request.method == "POST":
+            seen.accepts.append(request.headers.get("accept"))
         if request.headers.get("authorization") != f"Bearer {token}":
             return JSONResponse({"error": "unauthorized"}, status_code=401)
         return await call_next(request)

@@ -278,12 +278,14 @@ class AgentOperations:
     tasks: TasksPort
     extensions: frozenset[str]
 
-    async def _send(self, request: SendMessageRequest) -> dict[str, Any]:
+    async def _send(self, request: SendMessageRequest, *, blocking: bool = False
+                    ) -> dict[str, Any]:
         # Shielded: a client that disconnects mid-send must not cut the task layer off between
         # storing the task and queueing its message. The task layer refuses a send while the
         # node is not registered, before it creates anything.
         return await asyncio.shield(self.tasks.send(self._message(request),
-                                                    metadata=request.metadata))
+                                                    metadata=request.metadata,
+                                                    blocking=blocking))
 
     def _message(self, request: SendMessageRequest) -> dict[str, Any]:
         """The client's message, its ``extensions`` joined by those the request activated: what
@@ -298,9 +300,11 @@ class AgentOperations:
         """The task once it is terminal or interrupted (or waits for the remote operator),
         at once with ``returnImmediately``; the agent's Message when it answered with one."""
         config = request.configuration
-        task = await self._send(request)
+        blocking = not (config and config.return_immediately)
+        # A blocking call shows its client the end alone: the agent need not report progress.
+        task = await self._send(request, blocking=blocking)
         state = TaskState(task["status"]["state"])
-        if not (config and config.return_immediately) and not (
+        if blocking and not (
                 state.is_terminal or state.is_interrupted or waits_for_operator(task)):
             stream = EventStream(self.tasks.subscribe(task["id"]), previews=False,
                                  history_length=None, send=True)

@@ -48,8 +48,10 @@ REFUSALS = (TaskError, AidError)
 class TasksPort(Protocol):
     """The tasks of one agent; every refusal is an ``A2AError``."""
 
-    async def send(self, message: dict[str, Any],
-                   metadata: dict[str, Any] | None = None) -> dict[str, Any]: ...
+    async def send(self, message: dict[str, Any], metadata: dict[str, Any] | None = None, *,
+                   blocking: bool = False) -> dict[str, Any]:
+        """A new task or the next turn of one; ``blocking``: the client waits for the end of
+        the turn in this call and sees no progress (``TaskLayer.send``)."""
 
     def get(self, task_id: str) -> dict[str, Any]: ...
 
@@ -107,11 +109,12 @@ class AgentTasks:
         except REFUSALS as error:
             raise a2a_error(self.aid, error) from None
 
-    async def send(self, message: dict[str, Any],
-                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def send(self, message: dict[str, Any], metadata: dict[str, Any] | None = None, *,
+                   blocking: bool = False) -> dict[str, Any]:
         skill = None if message.get("taskId") else chosen_skill(message, await self.peer(self.aid))
         try:
-            return await self.layer.send(self.aid, message, skill=skill, metadata=metadata)
+            return await self.layer.send(self.aid, message, skill=skill, metadata=metadata,
+                                         blocking=blocking)
         except REFUSALS as error:
             raise a2a_error(self.aid, error) from None
 

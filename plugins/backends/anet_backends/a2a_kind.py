@@ -165,9 +165,12 @@ class A2AChannel:
         raise _fail(BackendStage.UNREACHABLE,
                     "the backend's card lists no JSONRPC interface with protocol version 1.x")
 
-    async def send(self, message: dict[str, Any],
-                   metadata: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        method = A2AMethod.SEND_STREAMING_MESSAGE if self.streaming else A2AMethod.SEND_MESSAGE
+    async def send(self, message: dict[str, Any], metadata: dict[str, Any], *,
+                   blocking: bool = False) -> AsyncIterator[dict[str, Any]]:
+        # A requester that waits for the end only gets it from one SendMessage: no event
+        # stream for the backend to write and for this node to read (docs/backends.md).
+        streaming = self.streaming and not blocking
+        method = A2AMethod.SEND_STREAMING_MESSAGE if streaming else A2AMethod.SEND_MESSAGE
         params = {"message": message, "configuration": {}, "metadata": metadata}
         async for result in self._call(method, params):
             try:

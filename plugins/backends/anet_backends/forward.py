@@ -239,7 +239,8 @@ class Forwarder:
                        first: bool) -> None:
         loop = asyncio.get_running_loop()
         async with (self.open(self.target) as channel,
-                    aclosing(channel.send(outgoing, metadata)) as sent,
+                    aclosing(channel.send(outgoing, metadata,
+                                          blocking=responder.blocking)) as sent,
                     Arrivals(sent) as arrivals):
             # The backend has the message from here on; the working notice counts from now.
             notice = asyncio.ensure_future(self._announce(responder)) if first else None

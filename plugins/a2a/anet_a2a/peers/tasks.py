@@ -399,8 +399,9 @@ class PeerTasks:
     agent: DirectAgent
     tasks: DirectTasks
 
-    async def send(self, message: dict[str, Any],
-                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def send(self, message: dict[str, Any], metadata: dict[str, Any] | None = None, *,
+                   blocking: bool = False) -> dict[str, Any]:
+        # ``blocking`` is not passed on: a direct agent's task is followed while it runs.
         return await self.tasks.send(self.agent, message, metadata)
 
     def get(self, task_id: str) -> dict[str, Any]:

@@ -98,11 +98,11 @@ class PublishedTasks:
     alias: PublishedAlias
     tasks: LocalTasks
 
-    async def send(self, message: dict[str, Any],
-                   metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def send(self, message: dict[str, Any], metadata: dict[str, Any] | None = None, *,
+                   blocking: bool = False) -> dict[str, Any]:
         try:
             return await self.tasks.send(message, metadata=metadata, skill=self.alias.skill,
-                                         offer=self.alias.offer)
+                                         offer=self.alias.offer, blocking=blocking)
         except TaskError as error:
             raise a2a_error(self.alias.name, error) from None
 

@@ -16,8 +16,8 @@ class CommandChannel:
     def __init__(self, program: str) -> None:
         self.program = program
 
-    async def send(self, message: dict[str, Any],
-                   metadata: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def send(self, message: dict[str, Any], metadata: dict[str, Any], *,
+                   blocking: bool = False) -> AsyncIterator[dict[str, Any]]:
         text = "\n".join(part["text"] for part in message["parts"] if "text" in part)
         try:
             process = await asyncio.create_subprocess_exec(
