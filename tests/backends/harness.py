@@ -196,6 +196,8 @@ def completed(request_id: Any, text: str = "done") -> dict[str, Any]:
 @dataclass
 class FakeBackend:
     posts: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
+    """The Authorization header of each JSON-RPC POST."""
 
 
 @asynccontextmanager
@@ -214,6 +216,7 @@ async def fake_backend(path: Path, answer: Any, *,
     async def rpc(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         state.posts.append(body)
+        state.authorizations.append(request.headers.get("Authorization"))
         return await answer(request, body, len(state.posts))
 
     app = web.Application()

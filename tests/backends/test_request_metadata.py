@@ -1,5 +1,6 @@
-"""Request-level metadata on the way to a backend, and a backend that answers with a Message
-(the forwarder's part of what tests/a2a/test_replies.py checks through the local endpoint)."""
+"""Request-level metadata and the token on the way to a backend, and a backend that answers
+with a Message (the forwarder's part of what tests/a2a/test_replies.py checks through the local
+endpoint)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,23 @@ async def test_a_follow_up_carries_its_own_request_metadata_to_the_backend() -> 
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     assert [post["params"]["metadata"]["turn"] for post in backend.posts] == [1, 2]
+
+
+async def test_a_replaced_token_goes_with_the_next_forward() -> None:
+    async def answer(request: web.Request, body: dict[str, Any], n: int) -> web.Response:
+        return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": {"message": {
+            "messageId": f"r-{n}", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}})
+
+    directory = Path(tempfile.mkdtemp(prefix="anet-a2a-"))
+    token_file = directory / "token"
+    try:
+        harness = make_harness(f"unix://{directory / 'b.sock'}", token_file=token_file)
+        async with fake_backend(directory / "b.sock", answer) as backend:
+            token_file.write_text("first-token\n")
+            await harness.serve(inbound("one"))
+            await harness.serve(inbound("two"))
+            token_file.write_text("the-second-token\n")
+            await harness.serve(inbound("three"))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    assert backend.authorizations == ["Bearer first-token"] * 2 + ["Bearer the-second-token"]

@@ -17,6 +17,8 @@ what is checked before it is used again); ``anet doctor`` and the skills reads o
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -78,8 +80,37 @@ _cards: dict[BackendTarget, _ReadCard] = {}
 """The card each backend answered last, for the forwards that follow (bounded, see below)."""
 
 
+@functools.lru_cache(maxsize=MAX_CARDS)
+def _socket_path(target: BackendTarget) -> Path:
+    return Path(URL(target.url).path)
+
+
 def _socket_file(target: BackendTarget) -> tuple[int, int] | None:
-    return socket_file(Path(URL(target.url).path)) if target.scheme == "unix" else None
+    return socket_file(_socket_path(target)) if target.scheme == "unix" else None
+
+
+@dataclass(frozen=True)
+class _ReadToken:
+    token: str
+    stamp: tuple[int, int, int, int]
+    """(device, inode, size, mtime) of the file it was read from."""
+
+
+_tokens: dict[str, _ReadToken] = {}
+"""Each token file as last read; read again once the file is another or has changed."""
+
+
+def _token(path: str) -> str:
+    """The bearer token in ``path``, as it is now: the file is stat'ed on every call and read
+    again when it changed (a token can be replaced while the node runs)."""
+    info = os.stat(path)
+    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    read = _tokens.get(path)
+    if read is None or read.stamp != stamp:
+        if len(_tokens) >= MAX_CARDS:
+            _tokens.clear()
+        read = _tokens[path] = _ReadToken(Path(path).read_text(encoding="utf-8").strip(), stamp)
+    return read.token
 
 
 def _reusable_card(target: BackendTarget) -> AgentCard | None:
@@ -119,7 +150,7 @@ class A2AChannel:
         headers = {"A2A-Version": A2A_VERSION, **extra}
         if self._target.token_file is not None:
             try:
-                token = Path(self._target.token_file).read_text(encoding="utf-8").strip()
+                token = _token(self._target.token_file)
             except OSError as error:
                 raise _fail(BackendStage.REFUSED, f"token_file {self._target.token_file} cannot "
                                                   f"be read: {error.strerror}") from None
@@ -253,8 +284,7 @@ def _plan(target: BackendTarget, *, keep_alive: bool = False
           ) -> tuple[aiohttp.BaseConnector, URL]:
     """The connector and the card URL for ``target``'s url."""
     if target.scheme == "unix":
-        path = Path(URL(target.url).path)
-        return (CheckedUnixConnector(target, path, keep_alive=keep_alive),
+        return (CheckedUnixConnector(target, _socket_path(target), keep_alive=keep_alive),
                 UNIX_ORIGIN.with_path(AGENT_CARD_WELL_KNOWN_PATH))
     url = URL(target.url)
     if not url.path.endswith(".json"):

@@ -7,6 +7,7 @@ offending path or account; nothing here writes to a socket.
 
 from __future__ import annotations
 
+import functools
 import grp
 import ipaddress
 import os
@@ -15,7 +16,7 @@ import socket
 import stat
 import struct
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from anet_core.api import (
     WILDCARDS,
@@ -137,19 +138,23 @@ def check_socket_path(target: BackendTarget, path: Path) -> SocketOwner:
         except KeyError:
             raise refused(f"socket_group {target.socket_group!r} is not a group on this "
                           "system") from None
-    real = Path(os.path.realpath(path))
-    for directory in _directories(path) | _directories(real):
-        own_dir = directory in {path.parent, real.parent}
+    given, real = _directories(str(path)), _directories(os.path.realpath(path))
+    own = {given[0], real[0]}
+    for directory in dict.fromkeys(given + real):
+        own_dir = directory in own
         _check_directory(directory, trusted | (group_trusted if own_dir else set()),
                          sticky_ok=not own_dir)
     return SocketOwner(backend_uid=backend_uid, socket_uid=info.st_uid)
 
 
-def _directories(path: Path) -> set[Path]:
-    return set(path.parents)
+@functools.lru_cache(maxsize=256)
+def _directories(path: str) -> tuple[str, ...]:
+    """The directories above ``path``, its own first (text only: what they are is stat'ed
+    anew by every check)."""
+    return tuple(str(parent) for parent in PurePath(path).parents)
 
 
-def _check_directory(directory: Path, trusted: set[int], *, sticky_ok: bool) -> None:
+def _check_directory(directory: str, trusted: set[int], *, sticky_ok: bool) -> None:
     try:
         info = os.stat(directory)
     except OSError as error:
