@@ -212,7 +212,14 @@ def open_envelope(envelope: object, recipient: Identity, sender_history: Verifie
 
     Does not detect replays: check ``OpenedEnvelope.id`` against the ids already seen.
     """
-    header = peek_header(envelope)
+    return open_peeked(peek_header(envelope), recipient, sender_history, now=now,
+                       max_age_s=max_age_s)
+
+
+def open_peeked(header: EnvelopeHeader, recipient: Identity, sender_history: VerifiedHistory,
+                *, now: float | None = None,
+                max_age_s: float = DEFAULT_MAX_AGE_S) -> OpenedEnvelope:
+    """:func:`open_envelope` of the envelope whose :func:`peek_header` is ``header``."""
     if header.recipient != recipient.aid:
         raise EnvelopeError("misaddressed", f"the envelope is addressed to {header.recipient}, "
                                             f"not to this node ({recipient.aid})")

@@ -21,7 +21,7 @@ from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
     MAX_FUTURE_SKEW_S,
     EnvelopeError,
-    open_envelope,
+    open_peeked,
     peek_header,
 )
 from anet_core.protocol.tasks import (
@@ -96,7 +96,7 @@ class InboundEnvelopes:
                          "the hub gave no verified key history for the sender")
             return
         try:
-            opened = open_envelope(envelope, self._identity, history)
+            opened = open_peeked(header, self._identity, history)
         except EnvelopeError as error:
             if error.reason not in KEY_ERRORS:
                 self._refuse(header.id, header.sender, error.reason, str(error))
@@ -107,7 +107,7 @@ class InboundEnvelopes:
             try:
                 if not isinstance(history, VerifiedHistory):
                     raise error
-                opened = open_envelope(envelope, self._identity, history)
+                opened = open_peeked(header, self._identity, history)
             except EnvelopeError as again:
                 self._refuse(header.id, header.sender, again.reason, str(again))
                 return

@@ -371,16 +371,21 @@ class Provider:
         the terminal answer is a Message, not a Task; see Responder.reply_message)."""
         effects = Effects()
         end: GateEnd | None = None
+        stored: StoredTask | None = None
         if state.is_terminal:
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or state_of(stored.task).is_terminal:
                 return
+            waited = self._gates.admitted(stored)  # its gate's check may wait; no other does
             end = await self._gates.end(stored, GateEnd(state, message, final_artifacts or [],
                                                     reason, message_reply), effects)
+            if waited:
+                stored = None  # read it again: it may have changed meanwhile (a cancel)
         with self._store.transaction(durable=False):
-            stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
-            if stored is None or state_of(stored.task).is_terminal:
-                return
+            if stored is None:
+                stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
+                if stored is None or state_of(stored.task).is_terminal:
+                    return
             if end is not None:
                 self._end(stored, end, effects)
             else:
