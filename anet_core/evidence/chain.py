@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT
 from anet_core.store import JournaledRecord
-from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
+from anet_core.util.canonical import b64u, canonical_json, canonical_with, is_non_negative_int
 from anet_core.util.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
@@ -83,8 +83,14 @@ def check_kind(kind: object) -> str:
 
 def record_hash(seq: int, ts: int, kind: str, data: dict[str, Any], prev: str | None) -> str:
     """base64url SHA-256 of the canonical chained content of a record."""
-    content = {"seq": seq, "ts": ts, "kind": kind, "data": data, "prev": prev}
-    return b64u(hashlib.sha256(canonical_json(content)).digest())
+    return _chained_hash(canonical_json(data), {"seq": seq, "ts": ts, "kind": kind, "prev": prev})
+
+
+def _chained_hash(data_json: bytes, chained: dict[str, Any]) -> str:
+    """:func:`record_hash` of the record whose ``data`` encodes canonically to ``data_json``:
+    ``data`` sorts before every other key of a record, so it is encoded once for the hash, the
+    signed bytes and the line (:func:`canonical_with`)."""
+    return b64u(hashlib.sha256(canonical_with("data", data_json, chained)).digest())
 
 
 @dataclass
@@ -178,9 +184,8 @@ class EvidenceChain:
                     if lines and headless:
                         self._write_lines(fd, lines, last, head=True, sync=True, through=None)
                         lines, headless = bytearray(), False
-                    record = self._make_record(kind, data, last,
-                                               None if times is None else times[index])
-                    line = canonical_json(record) + b"\n"
+                    record, line = self._make_record(kind, data, last,
+                                                     None if times is None else times[index])
                     if len(line) > MAX_RECORD_BYTES:
                         outcomes[index] = ValueError(
                             f"evidence record of {len(line)} bytes exceeds {MAX_RECORD_BYTES}; "
@@ -446,16 +451,20 @@ class EvidenceChain:
             self._closing = False
 
     def _make_record(self, kind: str, data: dict[str, Any], last: EvidenceHead | None,
-                     ts: int | None = None) -> dict[str, Any]:
+                     ts: int | None = None) -> tuple[dict[str, Any], bytes]:
+        """The record, and its line as the chain holds it (canonical JSON)."""
         seq = 0 if last is None else last.seq + 1
         prev = None if last is None else last.hash
         ts = int(time.time() * 1000) if ts is None else ts
         signer = self._identity.signer()
-        record = {"seq": seq, "ts": ts, "kind": kind, "data": data, "prev": prev,
-                  "hash": record_hash(seq, ts, kind, data, prev), "signer": signer.aid,
-                  "keySeq": signer.key_seq}
-        signature = signer.sign(canonical_json(record), context=EVIDENCE_CONTEXT)
-        return record | {"signature": b64u(signature)}
+        data_json = canonical_json(data)
+        fields = {"seq": seq, "ts": ts, "kind": kind, "prev": prev}
+        fields |= {"hash": _chained_hash(data_json, fields), "signer": signer.aid,
+                   "keySeq": signer.key_seq}
+        signature = signer.sign(canonical_with("data", data_json, fields),
+                                context=EVIDENCE_CONTEXT)
+        fields["signature"] = b64u(signature)
+        return {"data": data} | fields, canonical_with("data", data_json, fields) + b"\n"
 
     def _current_tail(self, fd: int) -> EvidenceHead | None:
         """The last record's seq and hash; re-read when another writer changed the file.

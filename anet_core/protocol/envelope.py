@@ -42,7 +42,7 @@ from anet_core.identity.keys import (
 )
 from anet_core.identity.keystore import Identity
 from anet_core.identity.signatures import ENVELOPE_CONTEXT, SIGNATURE_BYTES, verify_with_key
-from anet_core.util.canonical import b64u, canonical_json, is_non_negative_int
+from anet_core.util.canonical import b64u, canonical_json, canonical_with, is_non_negative_int
 from anet_core.util.strictjson import parse_json
 
 ENVELOPE_VERSION = 1
@@ -114,8 +114,9 @@ def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes |
     inner = {"from": signer.aid, "to": recipient_aid, "id": envelope_id,
              "ts": int((time.time() if now is None else now) * 1000), "keySeq": signer.key_seq}
     body_json = canonical_json(body)
-    signature = signer.sign(with_body(body_json, inner), context=ENVELOPE_CONTEXT)
-    plaintext = with_body(body_json, inner | {"signature": b64u(signature)})
+    # ``body`` sorts before every other key of the inner envelope: the body is encoded once.
+    signature = signer.sign(canonical_with("body", body_json, inner), context=ENVELOPE_CONTEXT)
+    plaintext = canonical_with("body", body_json, inner | {"signature": b64u(signature)})
     if len(plaintext) + AEAD_TAG_BYTES > MAX_CIPHERTEXT_BYTES:
         raise ValueError(f"the envelope body is {len(plaintext)} bytes sealed; the limit is "
                          f"{MAX_CIPHERTEXT_BYTES - AEAD_TAG_BYTES}; send large content by "
@@ -134,14 +135,6 @@ def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes |
         _associated_data(envelope_id, signer.aid, recipient_aid, epk, nonce))
     return {"v": ENVELOPE_VERSION, "id": envelope_id, "from": signer.aid, "to": recipient_aid,
             "epk": b64u(epk), "nonce": b64u(nonce), "ct": b64u(ciphertext)}
-
-
-def with_body(body_json: bytes, fields: dict[str, Any]) -> bytes:
-    """``canonical_json(fields | {"body": body})`` from the body's canonical bytes: ``body``
-    sorts before every other key of the inner envelope, so a seal encodes the body once for
-    both the signed bytes and the plaintext."""
-    assert all(key > "body" for key in fields)
-    return b'{"body":' + body_json + b"," + canonical_json(fields)[1:]
 
 
 @dataclass(frozen=True, slots=True)

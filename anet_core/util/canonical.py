@@ -13,6 +13,16 @@ def canonical_json(value: Any) -> bytes:
                       allow_nan=False).encode()
 
 
+def canonical_with(key: str, value_json: bytes, fields: dict[str, Any]) -> bytes:
+    """``canonical_json(fields | {key: value})`` from ``value_json``, the value's canonical bytes,
+    when ``key`` sorts before every key of ``fields``: a large value encoded once serves every
+    document built around it (an envelope's signed bytes and plaintext, an evidence record's
+    hash, signed bytes and line)."""
+    assert all(other > key for other in fields)
+    head = b'{"' + key.encode() + b'":' + value_json
+    return head + b"," + canonical_json(fields)[1:] if fields else head + b"}"
+
+
 def is_non_negative_int(value: object) -> bool:
     """A JSON integer ``>= 0`` (``true`` and ``1.0`` are not integers here)."""
     return type(value) is int and value >= 0

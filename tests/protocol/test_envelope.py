@@ -27,9 +27,8 @@ from anet_core.protocol.envelope import (
     open_envelope,
     peek_header,
     seal,
-    with_body,
 )
-from anet_core.util.canonical import b64u, canonical_json, unb64u
+from anet_core.util.canonical import b64u, canonical_json, canonical_with, unb64u
 
 BODY = {"kind": "message", "parts": [{"text": "bonjour"}], "n": 2**53 + 1}
 
@@ -138,9 +137,11 @@ def test_any_json_body_round_trips(alice: Identity, bob: Identity, body: dict[st
 
 @settings(max_examples=60, deadline=None)
 @given(body=st.dictionaries(st.text(max_size=10), json_values, max_size=6))
-def test_the_body_encoded_once_gives_the_canonical_bytes(body: dict[str, Any]) -> None:
+def test_a_value_encoded_once_gives_the_canonical_bytes(body: dict[str, Any]) -> None:
     fields = {"from": "a" * 32, "id": "x-é", "keySeq": 3, "signature": "s", "to": "b", "ts": 1}
-    assert with_body(canonical_json(body), fields) == canonical_json(fields | {"body": body})
+    assert canonical_with("body", canonical_json(body), fields) == \
+        canonical_json(fields | {"body": body})
+    assert canonical_with("body", canonical_json(body), {}) == canonical_json({"body": body})
 
 
 def test_sealed_to_the_pre_rotation_key_still_opens(tmp_path: Path, alice: Identity) -> None:
