@@ -141,22 +141,21 @@ class Session:
             await self._bad_frame(".".join(map(str, first["loc"])) or "(frame)", first["msg"],
                                   rid=_rid_of(document))
             return
-        rid = getattr(frame, "rid", None)
         try:
             await self._dispatch(frame, len(text))
         except Refusal as refusal:
             self.hub.relay.metrics.refused.labels(refusal.reason).inc()
-            await self._send(refusal.frame(rid))
+            await self._send(refusal.frame(_rid(frame)))
         except StorageError as error:
             self.hub.relay.metrics.storage_errors.inc()
             log.error("event=storage-error aid=%s reason=%s", self.aid, error.reason)
-            await self._send(ErrorFrame(rid=rid, reason=error.reason,
+            await self._send(ErrorFrame(rid=_rid(frame), reason=error.reason,
                                         message=f"{error.message}; try again later"))
         except ConnectionError:
             raise
         except Exception:
             log.exception("event=internal-error aid=%s frame=%s", self.aid, frame.type)
-            await self._send(ErrorFrame(rid=rid, reason="hub-internal-error",
+            await self._send(ErrorFrame(rid=_rid(frame), reason="hub-internal-error",
                                         message="the hub failed on this request; it is logged"))
 
     async def _bad_frame(self, where: str, detail: str, *, rid: str | None) -> None:
@@ -328,6 +327,13 @@ class Session:
             except StorageError:
                 pass  # lastSeen stays at the registration time: harmless
             log.info("event=disconnected aid=%s remote=%s", self.aid, self.remote)
+
+
+def _rid(frame: NodeFrame) -> str | None:
+    """The request id of a frame, asked for only to answer it with an error: most frames a
+    node sends are acknowledgements, which have none, and a pydantic model finds a missing
+    attribute slowly (``__getattr__`` raising)."""
+    return getattr(frame, "rid", None)
 
 
 def _rid_of(document: Any) -> str | None:
