@@ -71,6 +71,8 @@ MAX_CARDS = 256
 @dataclass(frozen=True)
 class _ReadCard:
     card: AgentCard
+    rpc_url: URL
+    """Where the card sends JSON-RPC calls (``A2AChannel._endpoint``)."""
     socket: tuple[int, int] | None
     """(device, inode) of the unix socket the card came through; None over TCP."""
     read_at: float
@@ -113,18 +115,18 @@ def _token(path: str) -> str:
     return read.token
 
 
-def _reusable_card(target: BackendTarget) -> AgentCard | None:
+def _reusable_card(target: BackendTarget) -> _ReadCard | None:
     read = _cards.get(target)
     if read is None or time.monotonic() - read.read_at > CARD_REUSE_S or \
             read.socket != _socket_file(target):
         return None
-    return read.card
+    return read
 
 
-def _keep_card(target: BackendTarget, card: AgentCard) -> None:
+def _keep_card(target: BackendTarget, card: AgentCard, rpc_url: URL) -> None:
     if len(_cards) >= MAX_CARDS:
         _cards.clear()
-    _cards[target] = _ReadCard(card, _socket_file(target), time.monotonic())
+    _cards[target] = _ReadCard(card, rpc_url, _socket_file(target), time.monotonic())
 
 
 def _fail(stage: BackendStage, reason: str) -> BackendError:
@@ -157,9 +159,14 @@ class A2AChannel:
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
-    def use_card(self, card: AgentCard) -> None:
-        self._rpc_url = self._endpoint(card)
+    def use_card(self, card: AgentCard, rpc_url: URL | None = None) -> None:
+        """Call as ``card`` says; ``rpc_url``: its endpoint, when known from an earlier read."""
+        self._rpc_url = rpc_url or self._endpoint(card)
         self.card = card
+
+    @property
+    def rpc_url(self) -> URL:
+        return self._rpc_url
 
     async def load_card(self) -> AgentCard:
         """Read the card; every failure is before the message, so UNREACHABLE (retried)."""
@@ -313,11 +320,11 @@ async def open_a2a(target: BackendTarget, *, fresh_card: bool = True
 async def _channel(target: BackendTarget, session: aiohttp.ClientSession, card_url: URL, *,
                    fresh_card: bool) -> AsyncIterator[A2AChannel]:
     channel = A2AChannel(target, session, card_url)
-    card = None if fresh_card else _reusable_card(target)
-    if card is None:
-        _keep_card(target, await channel.load_card())
+    read = None if fresh_card else _reusable_card(target)
+    if read is None:
+        _keep_card(target, await channel.load_card(), channel.rpc_url)
     else:
-        channel.use_card(card)
+        channel.use_card(read.card, read.rpc_url)
     try:
         yield channel
     except BaseException:
