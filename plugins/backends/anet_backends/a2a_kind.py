@@ -65,7 +65,8 @@ UNIX_ORIGIN = URL("http://localhost")
 """Requests over a unix socket name this host; only the path of a card's URL is used."""
 CARD_REUSE_S = 30.0
 """How long a card read for a forward serves the next forwards (see the module docstring)."""
-MAX_CARDS = 256
+MAX_KEPT = 256
+"""How many backends the caches below keep something of (cards, tokens, socket paths)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ _cards: dict[BackendTarget, _ReadCard] = {}
 """The card each backend answered last, for the forwards that follow (bounded, see below)."""
 
 
-@functools.lru_cache(maxsize=MAX_CARDS)
+@functools.lru_cache(maxsize=MAX_KEPT)
 def _socket_path(target: BackendTarget) -> Path:
     return Path(URL(target.url).path)
 
@@ -109,7 +110,7 @@ def _token(path: str) -> str:
     stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
     read = _tokens.get(path)
     if read is None or read.stamp != stamp:
-        if len(_tokens) >= MAX_CARDS:
+        if len(_tokens) >= MAX_KEPT:
             _tokens.clear()
         read = _tokens[path] = _ReadToken(Path(path).read_text(encoding="utf-8").strip(), stamp)
     return read.token
@@ -124,7 +125,7 @@ def _reusable_card(target: BackendTarget) -> _ReadCard | None:
 
 
 def _keep_card(target: BackendTarget, card: AgentCard, rpc_url: URL) -> None:
-    if len(_cards) >= MAX_CARDS:
+    if len(_cards) >= MAX_KEPT:
         _cards.clear()
     _cards[target] = _ReadCard(card, rpc_url, _socket_file(target), time.monotonic())
 
