@@ -61,6 +61,7 @@ HUB_OPTIONS = ("--rate", "1000000", "--burst", "1000000")
 CLI_RUNS = 5
 RELAY_IN_FLIGHT = 32
 FULL_NODES = 1000
+PROBE_STEPS = 300_000
 
 
 # --- the targets ---------------------------------------------------------------------------------
@@ -159,6 +160,20 @@ def machine() -> str:
                    if line.startswith("MemTotal:"))
     return (f"{os.cpu_count()} CPUs ({cpu}), {mem_kib / 1024 / 1024:.1f} GiB memory, "
             f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+
+
+def host_probe_ms() -> float:
+    """How long a fixed pure-Python loop takes now (the median of five): on a shared machine the
+    host's speed moves by a factor of two within hours, and this tells a reader how fast it was
+    during a run (lower is faster), so that runs can be compared."""
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for step in range(PROBE_STEPS):
+            total += step * step % 7
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
 
 
 # --- the two clients -----------------------------------------------------------------------------
@@ -346,6 +361,7 @@ async def measure_round(network: EmbeddedNetwork, alice: DemoNode, bob: DemoNode
 async def bench(args: argparse.Namespace) -> None:
     progress = Progress()
     progress.line(f"anet bench on {machine()}, load average {os.getloadavg()[0]:.1f}")
+    probe_before = host_probe_ms()
     figures: dict[str, float | None] = {}
     notes: dict[str, str] = {}
     async with EmbeddedNetwork.open(prefix="anet-bench-") as network:
@@ -406,6 +422,8 @@ async def bench(args: argparse.Namespace) -> None:
                   f"bob {busy['bob']:.1f} MiB, hub {busy['the hub']:.1f} MiB")
     per_task = ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu_ms.items())
     progress.line(f"CPU per task in (b) sequential, by process: {per_task}")
+    progress.line(f"host speed: a fixed Python loop took {probe_before:.1f} ms before the run "
+                  f"and {host_probe_ms():.1f} ms after it (lower is faster; compare runs by it)")
 
     (direct_seq, network_seq), (direct_once, network_once) = \
         results["sequential"], results["concurrent"]
