@@ -92,7 +92,7 @@ class Backends:
             kind = kind_for(index, backend, kinds)
             forwarder = Forwarder(backend.target(), kind, retry, record,
                                   idle_timeout_s=idle_timeout_s, tasks=self.tasks,
-                                  open=(openers or {}).get(kind.name, kind.open))
+                                  open=(openers or {}).get(kind.name))
             self._backends[backend.match] = (backend, forwarder)
 
     @classmethod

@@ -52,14 +52,23 @@ class CheckedUnixConnector(aiohttp.BaseConnector):
         self._made_to: weakref.WeakKeyDictionary[ResponseHandler, tuple[int, int]] = \
             weakref.WeakKeyDictionary()
         """The socket file (device, inode) each connection was made to."""
+        self._fresh: weakref.WeakSet[ResponseHandler] = weakref.WeakSet()
+        """Connections made and checked for a request that has not had them yet."""
 
     async def connect(self, req: ClientRequest, traces: list[Trace],
                       timeout: aiohttp.ClientTimeout) -> Connection:
         while True:
-            sockcheck.check_socket_path(self._target, self._path)  # a kept connection too
             connection = await super().connect(req, traces, timeout)
-            if connection.protocol is not None and \
-                    self._made_to.get(connection.protocol) == socket_file(self._path):
+            protocol = connection.protocol
+            if protocol in self._fresh:
+                self._fresh.discard(protocol)
+                return connection  # made for this request: _create_connection checked it
+            try:
+                sockcheck.check_socket_path(self._target, self._path)  # a kept one, again
+            except BackendError:
+                connection.close()
+                raise
+            if protocol is not None and self._made_to.get(protocol) == socket_file(self._path):
                 return connection
             connection.close()  # kept, but the socket has been replaced since: not this one
 
@@ -85,6 +94,7 @@ class CheckedUnixConnector(aiohttp.BaseConnector):
             raise
         if made_to is not None:
             self._made_to[protocol] = made_to
+        self._fresh.add(protocol)
         return protocol
 
 
