@@ -15,7 +15,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,6 +47,13 @@ HEAD_EVERY_RECORDS = 32
 this many records, and whenever no record came for :data:`HEAD_IDLE_S`, and when the node
 stops; the head then lags the chain by at most this plus one append."""
 HEAD_IDLE_S = 0.5
+APPEND_AFTER_S = 0.0005
+"""How long queued records wait before an append, unless a caller awaits them or records that
+follow them (:meth:`EvidenceChain.record_all`): the loop first does what their transaction's effects
+started. A forward to a backend writes its request three turns of the loop after its records
+were queued (the module's task, the forwarder's turn, the reader of the backend's answer); an
+append (a signature and a write per record) would otherwise run before it. Under load, the
+wait gathers more records into one write."""
 MAX_HEAD_LAG = HEAD_EVERY_RECORDS + MAX_APPEND_RECORDS
 """How far behind the chain a crash may leave the head (see ``_current_tail``)."""
 
@@ -103,6 +112,8 @@ class _Waiting:
     journal_id: int | None
     """Its id in the journal; None when it is not kept there (its append is synced)."""
     future: asyncio.Future[dict[str, Any]]
+    awaited: bool
+    """Its caller waits for it: appended without :data:`APPEND_AFTER_S`."""
 
 
 class EvidenceChain:
@@ -132,6 +143,8 @@ class EvidenceChain:
         self._waiting: list[_Waiting] = []
         self._writer: asyncio.Future[None] | None = None
         self._more = asyncio.Event()
+        self._awaited = asyncio.Event()
+        """Set when records a caller waits for are queued: the append goes at once."""
         self._closing = False
 
     @property
@@ -332,26 +345,27 @@ class EvidenceChain:
         Records that arrive while an append runs wait for it and then go to the chain together,
         in the order they arrived (group commit). A caller that is cancelled meanwhile does not
         take its records back."""
-        futures = self.submit(items)
+        futures = self.submit(items, awaited=True)
         if self._journal is not None:
             await self._journal.flush()
-        return await appended(futures)
+        return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
 
     def record_later(self, kind: str, data: dict[str, Any]) -> None:
         """Queue a record for the chain without waiting for it (:meth:`submit`); an append that
         fails is logged."""
-        self.submit([(kind, data)])[0].add_done_callback(_log_failure)
+        self.submit([(kind, data)])[0].add_done_callback(partial(_log_failure, kind))
 
-    def submit(self, items: Sequence[tuple[str, dict[str, Any]]]
+    def submit(self, items: Sequence[tuple[str, dict[str, Any]]], *, awaited: bool = False
                ) -> list[asyncio.Future[dict[str, Any]]]:
         """Queue records for the chain now, behind every record queued before them, and keep
         them in the journal: they are durable with the store's next flush. Each future ends
-        once its record is in the chain, with the record or the error that kept it out."""
+        once its record is in the chain, with the record or the error that kept it out; after
+        :data:`APPEND_AFTER_S` unless ``awaited`` (the caller waits for them)."""
         loop = asyncio.get_running_loop()
         now = int(time.time() * 1000)
         futures, waiting = [], []
         for kind, data in items:
-            item = _Waiting(kind, data, now, None, loop.create_future())
+            item = _Waiting(kind, data, now, None, loop.create_future(), awaited)
             futures.append(item.future)
             try:
                 _check_item(kind, data)
@@ -370,6 +384,8 @@ class EvidenceChain:
                     item.journal_id = record.id
         self._waiting += waiting
         self._more.set()
+        if awaited:
+            self._awaited.set()
         if self._writer is None and self._waiting:
             self._writer = asyncio.ensure_future(self._write_waiting())
         return futures
@@ -399,6 +415,13 @@ class EvidenceChain:
             self._writer = None
 
     async def _write_batch(self) -> None:
+        if any(item.awaited for item in self._waiting[:MAX_APPEND_RECORDS]):
+            await asyncio.sleep(0)  # once what was made ready with these records ran
+        else:
+            self._awaited.clear()
+            with suppress(TimeoutError):
+                async with asyncio.timeout(APPEND_AFTER_S):
+                    await self._awaited.wait()
         batch = self._waiting[:MAX_APPEND_RECORDS]
         del self._waiting[:MAX_APPEND_RECORDS]
         items = [(item.kind, item.data) for item in batch]
@@ -413,10 +436,7 @@ class EvidenceChain:
                 # wait for the disk.
                 outcomes = await asyncio.to_thread(self.append_all, items, head=False,
                                                    times=times, journal_ids=journal_ids)
-            else:
-                # On the loop: no fsync. Once what was made ready with these records ran: a
-                # forward or a send that then waits for its peer leaves the loop to the append.
-                await asyncio.sleep(0)
+            else:  # on the loop: no fsync
                 outcomes = self.append_all(items, head=False, times=times,
                                            journal_ids=journal_ids)
         except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
@@ -509,13 +529,6 @@ class EvidenceChain:
         self._head = head
 
 
-async def appended(futures: Sequence[asyncio.Future[dict[str, Any]]]
-                   ) -> list[dict[str, Any] | Exception]:
-    """Wait for records :meth:`EvidenceChain.submit` queued to be in the chain: per record the
-    record or the error that kept it out. A caller cancelled meanwhile takes nothing back."""
-    return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
-
-
 def _check_item(kind: str, data: object) -> None:
     check_kind(kind)
     if not isinstance(data, dict):
@@ -527,9 +540,9 @@ def _content_key(ts: int, kind: str, data: dict[str, Any]) -> tuple[int, str, by
     return ts, kind, canonical_json(data)
 
 
-def _log_failure(future: asyncio.Future[dict[str, Any]]) -> None:
+def _log_failure(kind: str, future: asyncio.Future[dict[str, Any]]) -> None:
     if not future.cancelled() and future.exception() is not None:
-        log.error("event=evidence-failed error=%r", future.exception())
+        log.error("event=evidence-failed kind=%s error=%r", kind, future.exception())
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -1,7 +1,8 @@
 """Envelopes the hub delivers: handed to the receiver one at a time, acknowledged once kept.
 
 The hub forgets an envelope when the node acknowledges it, so the acknowledgement goes out only
-after the receiver returned (it has persisted what it needs by then). An envelope the receiver
+after the receiver returned (it has persisted what it needs by then), and a moment later
+(``ACK_AFTER_S``), while the next envelope is already being taken. An envelope the receiver
 failed on is retried on the same connection with backoff, the later envelopes of its sender
 waiting behind it and those of other senders going on (docs/protocol.md, "Relay and delivery").
 """
@@ -23,6 +24,12 @@ from anet_core.util.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
+ACK_AFTER_S = 0.0005
+"""How long the acknowledgement of a kept envelope waits: the loop first does what the envelope
+started (the answer to an A2A client, the forward to a backend), and the hub and the sender,
+which the acknowledgement wakes, do not take a core from that work meanwhile. The
+acknowledgements due by then go out together. An acknowledgement a closing connection takes
+with it only makes the hub deliver the envelope again, which the receiver drops as a repeat."""
 RECEIVE_RETRY = Backoff(first_s=0.5, cap_s=30.0)
 """An envelope the receiver failed on is tried again after 0.5 s, doubling to 30 s; not
 jittered: the receiver is this node's own, nobody else retries against it."""
@@ -111,6 +118,26 @@ class DeliveryQueue:
         return delay
 
 
+class Acknowledgements:
+    """The kept envelopes one connection has not acknowledged yet, sent :data:`ACK_AFTER_S`
+    after the first of them."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self._ids: list[str] = []
+
+    def add(self, envelope_id: str) -> None:
+        self._ids.append(envelope_id)
+        if len(self._ids) == 1:
+            self._channel.spawn(self._send_soon(), name="hub-acknowledgements")
+
+    async def _send_soon(self) -> None:
+        await asyncio.sleep(ACK_AFTER_S)
+        ids, self._ids = self._ids, []
+        for envelope_id in ids:
+            await self._channel.send({"type": "ack", "id": envelope_id})
+
+
 class Delivery:
     """Feeds the receiver from each registered connection in turn.
 
@@ -131,9 +158,10 @@ class Delivery:
         """Take the envelopes ``channel`` delivers, for as long as it is open."""
         inbox = DeliveryQueue()
         channel.on_deliver = inbox.add
-        channel.spawn(self._deliver_forever(channel, inbox), name="hub-delivery")
+        channel.spawn(self._deliver_forever(inbox, Acknowledgements(channel)),
+                      name="hub-delivery")
 
-    async def _deliver_forever(self, channel: Channel, inbox: DeliveryQueue) -> None:
+    async def _deliver_forever(self, inbox: DeliveryQueue, acks: Acknowledgements) -> None:
         """One at a time, in the order of ``DeliveryQueue``: the receiver keeps the envelope,
         then the hub forgets it. A failure is retried here, on this connection."""
         while True:
@@ -153,4 +181,4 @@ class Delivery:
             inbox.done(held)
             if held.failures:
                 log.info("event=receive-recovered id=%s attempts=%d", held.id, held.failures + 1)
-            await channel.send({"type": "ack", "id": held.id})
+            acks.add(held.id)

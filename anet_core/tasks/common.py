@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from anet_core.errors import AnetError
-from anet_core.evidence import EvidenceChain, appended
+from anet_core.evidence import EvidenceChain
 from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
@@ -146,12 +146,15 @@ class Services:
         it waits (one fsync covers every transaction committed before it, and the evidence
         records the journal keeps from just before it), before anyone is told: the caller (who
         may answer an A2A client), a subscriber, a backend; the outbox flushes again before it
-        hands anything to the hub. The flush does not yield to the loop, so a module's progress
+        hands anything to the hub. Nothing here yields to the loop, so a module's progress
         reports still reach the outbox together with the end that follows them (see
-        ``Outbox.flush``). The records are in the chain when this returns."""
+        ``Outbox.flush``). The records are durable in the journal when this returns, and
+        appended to the chain a moment later (``APPEND_AFTER_S`` in evidence/chain.py); an
+        append that fails is logged."""
         if not (effects.events or effects.send or effects.background or effects.evidence):
             return
-        recorded = self.evidence.submit(effects.evidence)
+        for kind, data in effects.evidence:
+            self.evidence.record_later(kind, data)
         await self.store.flush()
         if effects.send:
             self.wake_outbox()
@@ -159,9 +162,3 @@ class Services:
             self.events.publish(task_id, events, terminal=terminal)
         for work in effects.background:
             self.start_background(work)
-        if recorded:
-            # The records are durable in the journal; the chain has them once they are appended.
-            outcomes = await appended(recorded)
-            for (kind, _), outcome in zip(effects.evidence, outcomes, strict=True):
-                if isinstance(outcome, Exception):
-                    log.error("event=evidence-failed kind=%s error=%r", kind, outcome)

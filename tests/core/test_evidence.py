@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import anet_core.evidence.chain as chain_module
 from anet_core.evidence import (
     HEAD_FILE,
     MAX_HEAD_LAG,
@@ -431,6 +433,35 @@ async def test_records_kept_by_the_journal_are_appended_without_a_sync_and_forgo
         assert store.journaled_evidence() == []
     report = verify(path, owner.verified_history)
     assert report.ok and report.records == 6 and report.last.seq == 5  # type: ignore[union-attr]
+
+
+async def test_records_nobody_waits_for_are_appended_together_after_the_work_they_started(
+        tmp_path: Path, path: Path, owner: Identity, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task layer queues a transaction's records and goes on (``Services.run``): what the
+    transaction started runs first, and records queued meanwhile share one append."""
+    monkeypatch.setattr(chain_module, "APPEND_AFTER_S", 60.0)  # no test waits for it
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": 0})])  # a new chain's first: synced
+        appends: list[int] = []
+        append_all = chain.append_all
+
+        def counted(items, **options):  # type: ignore[no-untyped-def]
+            appends.append(len(items))
+            return append_all(items, **options)
+
+        monkeypatch.setattr(chain, "append_all", counted)
+        for n in range(1, 4):
+            chain.record_later("task.accepted", {"n": n})
+            await asyncio.sleep(0)  # the work the record's transaction started runs first
+        assert appends == [] and [r.data["n"] for r in store.journaled_evidence()] == [1, 2, 3]
+        await store.flush()  # what makes them durable, as the task layer does
+        outcomes = await chain.record_all([("task.answered", {"n": 4})])
+        assert appends == [4]  # the awaited record brings the append, the waiting ones with it
+        assert outcomes[0]["seq"] == 4  # type: ignore[index]
+        await chain.close()
+    report = verify(path, owner.verified_history)
+    assert report.ok and report.records == 5, report.issues
 
 
 @pytest.mark.parametrize("lost", ["nothing", "the unsynced tail", "a torn last line"])

@@ -191,6 +191,21 @@ async def test_a_receiver_failing_twice_gets_the_envelope_again_and_acks_once(
     assert await hub.state.storage.pending(bob_aid, after_seq=0, limit=10, now=0) == []
 
 
+async def test_the_next_envelope_is_taken_before_the_last_is_acknowledged(hub, nodes,
+                                                                          monkeypatch):
+    """The acknowledgements wait for ``ACK_AFTER_S`` (the work an envelope started goes first);
+    the receiver does not wait for them. (Each one going out once: the burst test above.)"""
+    counters = count_at_hub(hub, monkeypatch)
+    _, receiver = await connect_receiver(nodes, hub, "bob")
+    alice = await nodes.connect("alice", hub)
+    monkeypatch.setattr(delivery_module, "ACK_AFTER_S", 60.0)  # no test waits for it
+    sent = [envelope_for(nodes, "alice", "bob", {"n": index}) for index in range(5)]
+    for envelope in sent:
+        await alice.send(envelope)
+    assert [body["n"] for _, body in await receiver.wait_for(5)] == [0, 1, 2, 3, 4]
+    assert sum(counters.acks.values()) == 0  # each taken behind the one before it
+
+
 async def test_a_failing_sender_waits_alone_and_keeps_its_order(hub, nodes, quick_retries):
     _, receiver = await connect_receiver(nodes, hub, "bob")
     alice = await nodes.connect("alice", hub)
