@@ -1,10 +1,11 @@
 """Envelopes the hub delivers: handed to the receiver one at a time, acknowledged once kept.
 
 The hub forgets an envelope when the node acknowledges it, so the acknowledgement goes out only
-after the receiver returned (it has persisted what it needs by then), and a moment later
-(``ACK_AFTER_S``), while the next envelope is already being taken. An envelope the receiver
-failed on is retried on the same connection with backoff, the later envelopes of its sender
-waiting behind it and those of other senders going on (docs/protocol.md, "Relay and delivery").
+after the receiver returned (it has persisted what it needs by then), and a few turns of the
+loop later (``ACK_AFTER_TURNS``), while the next envelope is already being taken. An envelope
+the receiver failed on is retried on the same connection with backoff, the later envelopes of
+its sender waiting behind it and those of other senders going on (docs/protocol.md, "Relay and
+delivery").
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from anet_core.util.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
-ACK_AFTER_S = 0.0005
-"""How long the acknowledgement of a kept envelope waits: the loop first does what the envelope
-started (the answer to an A2A client, the forward to a backend), and the hub and the sender,
-which the acknowledgement wakes, do not take a core from that work meanwhile. The
-acknowledgements due by then go out together. An acknowledgement a closing connection takes
-with it only makes the hub deliver the envelope again, which the receiver drops as a repeat."""
+ACK_AFTER_TURNS = 3
+"""How many turns of the event loop the acknowledgement of a kept envelope waits: the loop first
+does what the envelope started (the answer to an A2A client; the forward to a backend, which
+writes its request on the third turn: the module's task, the forwarder's turn, the reader of the
+backend's answer), and the hub and the sender, which the acknowledgement wakes, do not take a
+core from that work meanwhile. The acknowledgements due by then go out together. One that a
+closing connection takes with it only makes the hub deliver the envelope again, which the
+receiver drops as a repeat."""
 RECEIVE_RETRY = Backoff(first_s=0.5, cap_s=30.0)
 """An envelope the receiver failed on is tried again after 0.5 s, doubling to 30 s; not
 jittered: the receiver is this node's own, nobody else retries against it."""
@@ -119,8 +122,8 @@ class DeliveryQueue:
 
 
 class Acknowledgements:
-    """The kept envelopes one connection has not acknowledged yet, sent :data:`ACK_AFTER_S`
-    after the first of them."""
+    """The kept envelopes one connection has not acknowledged yet, sent
+    :data:`ACK_AFTER_TURNS` turns of the loop after the first of them."""
 
     def __init__(self, channel: Channel) -> None:
         self._channel = channel
@@ -132,7 +135,8 @@ class Acknowledgements:
             self._channel.spawn(self._send_soon(), name="hub-acknowledgements")
 
     async def _send_soon(self) -> None:
-        await asyncio.sleep(ACK_AFTER_S)
+        for _ in range(ACK_AFTER_TURNS):
+            await asyncio.sleep(0)
         ids, self._ids = self._ids, []
         for envelope_id in ids:
             await self._channel.send({"type": "ack", "id": envelope_id})
