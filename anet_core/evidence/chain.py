@@ -48,12 +48,12 @@ this many records, and whenever no record came for :data:`HEAD_IDLE_S`, and when
 stops; the head then lags the chain by at most this plus one append."""
 HEAD_IDLE_S = 0.5
 APPEND_AFTER_S = 0.0005
-"""How long queued records wait before an append, unless a caller awaits them or records that
-follow them (:meth:`EvidenceChain.record_all`): the loop first does what their transaction's effects
-started. A forward to a backend writes its request three turns of the loop after its records
-were queued (the module's task, the forwarder's turn, the reader of the backend's answer); an
-append (a signature and a write per record) would otherwise run before it. Under load, the
-wait gathers more records into one write."""
+"""How long queued records wait before their append, unless a caller waits for them or for
+records queued after them (:meth:`EvidenceChain.record_all`): the loop first does what their
+transaction's effects started. A forward to a backend writes its request three turns of the
+loop after its records were queued (the module's task, the forwarder's turn, the reader of the
+backend's answer); the append (a signature and a write per record) would otherwise run before
+it. Under load, the wait gathers more records into one write."""
 MAX_HEAD_LAG = HEAD_EVERY_RECORDS + MAX_APPEND_RECORDS
 """How far behind the chain a crash may leave the head (see ``_current_tail``)."""
 

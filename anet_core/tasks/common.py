@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -15,8 +14,6 @@ from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, Task
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
 from anet_core.wire import TaskState, format_timestamp
-
-log = logging.getLogger(__name__)
 
 
 class TaskError(AnetError):
