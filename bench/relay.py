@@ -3,8 +3,8 @@
 Two real hub clients (in this process) on one ``anet hub serve``; the sender sends N sealed
 envelopes of about 0.6 KiB with ``in_flight`` sends outstanding (each waits for the hub's
 ``accepted``); the receiver takes each one, and its client acknowledges it to the hub once the
-receiver returned (``ACK_AFTER_TURNS`` later), as a node does. The rate is N over the time until the receiver took the
-last one. Used by ``bench/run.py`` and ``bench/hub_connections.py``.
+receiver returned (``ACK_AFTER_TURNS`` later), as a node does. The rate is N over the time
+until the receiver took the last one. Used by ``bench/run.py`` and ``bench/hub_connections.py``.
 """
 
 from __future__ import annotations
