@@ -15,11 +15,12 @@ dropping the newest records would leave a perfectly valid shorter chain.
 
 The daemon's chain has a journal (the node's store): a record is kept there in the commit that the
 store's next flush makes durable, before anyone is told of what it records, and appended to the
-chain a moment later (``APPEND_AFTER_S``) without an fsync of its own. The chain is synced when its
-head moves (every :data:`HEAD_EVERY_RECORDS` records, when idle, when the node stops), and the
-journal then forgets what the chain holds on disk; :meth:`EvidenceChain.recover` appends, at start,
-what a crash of the machine took from the chain's tail. An append without a journal (the CLI, other
-processes) is synced before it returns, and moves the head.
+chain a moment later (``APPEND_AFTER_S``), once its row is on disk, without an fsync of its own.
+The chain is synced when its head moves (every :data:`HEAD_EVERY_RECORDS` records, when idle, when
+the node stops), and the journal then forgets what the chain holds on disk;
+:meth:`EvidenceChain.recover` appends, at start, what a crash of the machine took from the chain's
+tail. An append without a journal (the CLI, other processes) is synced before it returns, and moves
+the head.
 
 Records signed by a key that a later emergency rotation revoked still verify here: the chain is
 the node's own, and revocation cannot make what it recorded earlier untrue. Do not put secrets or

@@ -430,6 +430,11 @@ class EvidenceChain:
         if len(journal_ids) < len(batch):
             journal_ids = []  # a record the journal does not keep: this append is synced
         try:
+            if self._journal is not None and any(item.journal_id is not None for item in batch):
+                # A record reaches the chain only once its journal row is on disk, so a crash
+                # of the machine cannot leave the chain a record of a commit the store lost
+                # (an update applied again once its envelope came back would be in it twice).
+                await self._journal.flush()
             if self._lag() + len(items) >= HEAD_EVERY_RECORDS or not journal_ids:
                 # This append syncs the chain, and may move the head (a file written, synced
                 # and renamed, and its directory synced): in a thread, so that the loop does not

@@ -79,8 +79,9 @@ class HubClient:
     def url(self) -> str | None:
         return self._connection.url
 
-    def set_receiver(self, receiver: EnvelopeReceiver) -> None:
-        self._delivery.set_receiver(receiver)
+    def set_receiver(self, receiver: EnvelopeReceiver, *,
+                     flush: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._delivery.set_receiver(receiver, flush=flush)
 
     async def send(self, envelope: dict[str, Any]) -> None:
         self._connection.require_registered()

@@ -146,10 +146,12 @@ class HubLink(Protocol):
         unknown recipient); the caller keeps the envelope and tries again later.
         """
 
-    def set_receiver(self, receiver: EnvelopeReceiver) -> None:
+    def set_receiver(self, receiver: EnvelopeReceiver, *,
+                     flush: Callable[[], Awaitable[None]] | None = None) -> None:
         """Deliver every incoming envelope to ``receiver``; when it returns without raising,
-        the envelope is acknowledged to the hub (and removed there), so the receiver must have
-        persisted what it needs before returning."""
+        and then ``flush`` (what makes everything the receiver kept durable), the envelope is
+        acknowledged to the hub (and removed there), so the receiver must have persisted what
+        it needs by then. Until then the hub, or the sender, keeps the envelope."""
 
     async def peer(self, aid: str) -> PeerInfo:
         """The verified directory entry of ``aid``; raises HubError("unknown-agent") if none."""

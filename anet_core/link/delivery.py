@@ -1,8 +1,8 @@
 """Envelopes the hub delivers: handed to the receiver one at a time, acknowledged once kept.
 
 The hub forgets an envelope when the node acknowledges it, so the acknowledgement goes out only
-after the receiver returned (it has persisted what it needs by then), and a few turns of the
-loop later (``ACK_AFTER_TURNS``), while the next envelope is already being taken. An envelope
+after the receiver returned and the receiver's flush made what it kept durable, a few turns of
+the loop later (``ACK_AFTER_TURNS``), while the next envelope is already being taken. An envelope
 the receiver failed on is retried on the same connection with backoff, the later envelopes of
 its sender waiting behind it and those of other senders going on (docs/protocol.md, "Relay and
 delivery").
@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,10 +123,12 @@ class DeliveryQueue:
 
 class Acknowledgements:
     """The kept envelopes one connection has not acknowledged yet, sent
-    :data:`ACK_AFTER_TURNS` turns of the loop after the first of them."""
+    :data:`ACK_AFTER_TURNS` turns of the loop after the first of them, once ``flush`` made what
+    the receiver kept of them durable (one flush for all of them)."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, flush: Callable[[], Awaitable[None]]) -> None:
         self._channel = channel
+        self._flush = flush
         self._ids: list[str] = []
 
     def add(self, envelope_id: str) -> None:
@@ -138,6 +140,13 @@ class Acknowledgements:
         for _ in range(ACK_AFTER_TURNS):
             await asyncio.sleep(0)
         ids, self._ids = self._ids, []
+        try:
+            await self._flush()
+        except OSError as error:  # the disk
+            # Kept but not durable: unacknowledged, the hub delivers them again on the next
+            # connection, and the receiver takes them afresh or drops them as repeats.
+            log.error("event=acknowledgements-withheld envelopes=%d error=%r", len(ids), error)
+            return
         for envelope_id in ids:
             await self._channel.send({"type": "ack", "id": envelope_id})
 
@@ -152,18 +161,21 @@ class Delivery:
     def __init__(self, *, on_failure: Callable[[str], None]) -> None:
         self._on_failure = on_failure
         self._receiver: EnvelopeReceiver | None = None
+        self._flush: Callable[[], Awaitable[None]] = _nothing_to_flush
         self._receiver_set = asyncio.Event()
 
-    def set_receiver(self, receiver: EnvelopeReceiver) -> None:
+    def set_receiver(self, receiver: EnvelopeReceiver, *,
+                     flush: Callable[[], Awaitable[None]] | None = None) -> None:
         self._receiver = receiver
+        self._flush = flush or _nothing_to_flush
         self._receiver_set.set()
 
     def attach(self, channel: Channel) -> None:
         """Take the envelopes ``channel`` delivers, for as long as it is open."""
         inbox = DeliveryQueue()
         channel.on_deliver = inbox.add
-        channel.spawn(self._deliver_forever(inbox, Acknowledgements(channel)),
-                      name="hub-delivery")
+        acks = Acknowledgements(channel, lambda: self._flush())
+        channel.spawn(self._deliver_forever(inbox, acks), name="hub-delivery")
 
     async def _deliver_forever(self, inbox: DeliveryQueue, acks: Acknowledgements) -> None:
         """One at a time, in the order of ``DeliveryQueue``: the receiver keeps the envelope,
@@ -186,3 +198,7 @@ class Delivery:
             if held.failures:
                 log.info("event=receive-recovered id=%s attempts=%d", held.id, held.failures + 1)
             acks.add(held.id)
+
+
+async def _nothing_to_flush() -> None:
+    """A receiver that keeps what it needs durably before it returns."""

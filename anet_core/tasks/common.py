@@ -118,6 +118,11 @@ class Effects:
     events: list[tuple[str, list[dict[str, Any]], bool]] = field(default_factory=list)
     background: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     send: bool = False
+    redelivered_if_lost: bool = False
+    """The transaction applies an envelope that its sender (or the hub) keeps until this node
+    acknowledges it, which it does only after a flush: a crash of the machine that takes the
+    commit brings the envelope again, and it tells the same. Its events need not wait for the
+    disk (docs/performance.md, "Durability")."""
 
     def record(self, kind: str, **data: Any) -> None:
         self.evidence.append((kind, data))
@@ -143,19 +148,28 @@ class Services:
         it waits (one fsync covers every transaction committed before it, and the evidence
         records the journal keeps from just before it), before anyone is told: the caller (who
         may answer an A2A client), a subscriber, a backend; the outbox flushes again before it
-        hands anything to the hub. Nothing here yields to the loop, so a module's progress
-        reports still reach the outbox together with the end that follows them (see
-        ``Outbox.flush``). The records are durable in the journal when this returns, and
-        appended to the chain a moment later (``APPEND_AFTER_S`` in evidence/chain.py); an
-        append that fails is logged."""
+        hands anything to the hub. The one exception: the events of a transaction that is
+        ``redelivered_if_lost`` go first, and the flush before the envelope's acknowledgement
+        makes it durable. Nothing here yields to the loop, so a module's progress reports still
+        reach the outbox together with the end that follows them (see ``Outbox.flush``). The
+        records are appended to the chain a moment later (``APPEND_AFTER_S`` in
+        evidence/chain.py); an append that fails is logged."""
         if not (effects.events or effects.send or effects.background or effects.evidence):
             return
         for kind, data in effects.evidence:
             self.evidence.record_later(kind, data)
+        if effects.redelivered_if_lost:
+            self._publish(effects)
+            if not (effects.send or effects.background):
+                return  # durable with the flush before the envelope's acknowledgement
         await self.store.flush()
         if effects.send:
             self.wake_outbox()
-        for task_id, events, terminal in effects.events:
-            self.events.publish(task_id, events, terminal=terminal)
+        if not effects.redelivered_if_lost:
+            self._publish(effects)
         for work in effects.background:
             self.start_background(work)
+
+    def _publish(self, effects: Effects) -> None:
+        for task_id, events, terminal in effects.events:
+            self.events.publish(task_id, events, terminal=terminal)

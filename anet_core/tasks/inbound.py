@@ -65,9 +65,10 @@ class InboundEnvelopes:
         self._run_effects = run_effects
 
     async def __call__(self, envelope: dict[str, Any]) -> None:
-        """Take one envelope; return (the hub then forgets it) once what it changed is on disk."""
+        """Take one envelope; return once what it changed is committed. The hub forgets it once
+        the store's flush made that durable (the link calls :meth:`Store.flush` before it
+        acknowledges: ``set_receiver`` in layer.py)."""
         await self._receive(envelope)
-        await self._store.flush()
 
     async def _receive(self, envelope: dict[str, Any]) -> None:
         self._metrics.envelopes_received.inc()

@@ -231,7 +231,7 @@ class TaskLayer:
         """Take envelopes from the hub from now on. The daemon calls this once its modules have
         started, so that no task arrives before the module that would claim it is ready. The
         requester tasks waiting for input are offered to the modules again then."""
-        self._hub.set_receiver(self.inbound)
+        self._hub.set_receiver(self.inbound, flush=self._store.flush)
         rechecks = self.provider.recheck_answers()
         self._start(lambda: self._services.run(rechecks))
         waiting = self.requester.offer_waiting_tasks()

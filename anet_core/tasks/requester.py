@@ -406,7 +406,7 @@ class Requester:
         until the gap fills, except a terminal update: it carries the whole result, so it is
         applied at once and the waiting ones are dropped.
         """
-        effects = Effects()
+        effects = Effects(redelivered_if_lost=True)
         stored = self._store.get_task(update.task_id, role=TaskRole.REQUESTER, peer_aid=sender)
         if stored is None:
             log.warning("event=update-refused reason=no-such-task from=%s task=%s", sender,

@@ -31,6 +31,7 @@ from anet_core.identity.signatures import EVIDENCE_CONTEXT
 from anet_core.settings import DataPaths
 from anet_core.store import open_store
 from anet_core.util.canonical import b64u, canonical_json
+from tests.support.waiting import eventually
 
 
 @pytest.fixture(scope="module")
@@ -462,6 +463,32 @@ async def test_records_nobody_waits_for_are_appended_together_after_the_work_the
         await chain.close()
     report = verify(path, owner.verified_history)
     assert report.ok and report.records == 5, report.issues
+
+
+async def test_a_record_reaches_the_chain_only_once_its_journal_row_is_on_disk(
+        tmp_path: Path, path: Path, owner: Identity, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crash of the machine then cannot leave the chain a record whose commit the store lost
+    (docs/performance.md, "Durability": a provider's update is applied before it is synced)."""
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": 0})])  # a new chain's first: synced
+        steps: list[str] = []
+        sync_wal, append_all = store._sync_wal, chain.append_all
+
+        def synced() -> None:
+            steps.append("journal synced")
+            sync_wal()
+
+        def appended(items, **options):  # type: ignore[no-untyped-def]
+            steps.append("appended")
+            return append_all(items, **options)
+
+        monkeypatch.setattr(store, "_sync_wal", synced)
+        monkeypatch.setattr(chain, "append_all", appended)
+        chain.record_later("task.finished", {"n": 1})  # nobody flushed the store since
+        await eventually(lambda: "appended" in steps)
+        assert steps == ["journal synced", "appended"]
+        await chain.close()
 
 
 @pytest.mark.parametrize("lost", ["nothing", "the unsynced tail", "a torn last line"])

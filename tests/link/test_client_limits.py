@@ -18,7 +18,7 @@ from anet_core.identity import Identity, verify_history
 from anet_core.link import HubError, KeyState, PeerInfo, SearchQuery, Verification
 from anet_core.link import connection as connection_module
 from anet_core.link import delivery as delivery_module
-from anet_core.link.connection import Channel, RequestPacer
+from anet_core.link.connection import RequestPacer
 from anet_core.link.delivery import DeliveryQueue
 from anet_core.link.directory import PeerCache, PeerVerifier
 from anet_core.protocol.envelope import open_envelope, seal
@@ -191,28 +191,28 @@ async def test_a_receiver_failing_twice_gets_the_envelope_again_and_acks_once(
     assert await hub.state.storage.pending(bob_aid, after_seq=0, limit=10, now=0) == []
 
 
-async def test_the_next_envelope_is_taken_before_the_last_is_acknowledged(hub, nodes,
-                                                                          monkeypatch):
-    """The acknowledgements go out on their own (``ACK_AFTER_TURNS`` later): the receiver takes
-    the next envelope without waiting for them, and each goes out once."""
+async def test_acknowledgements_wait_for_the_flush_and_the_next_envelope_does_not(
+        hub, nodes, monkeypatch):
+    """The hub forgets an envelope once the receiver kept it and its flush made that durable
+    (``ACK_AFTER_TURNS`` later); the receiver takes the next envelopes meanwhile."""
     counters = count_at_hub(hub, monkeypatch)
-    _, receiver = await connect_receiver(nodes, hub, "bob")
+    bob, receiver = await connect_receiver(nodes, hub, "bob")
     alice = await nodes.connect("alice", hub)
-    released = asyncio.Event()
-    send = Channel.send
+    durable = asyncio.Event()
+    flushes = 0
 
-    async def held_acks(channel: Channel, frame: dict[str, Any]) -> None:
-        if frame.get("type") == "ack":
-            await released.wait()
-        await send(channel, frame)
+    async def flush() -> None:  # the receiver's store, syncing
+        nonlocal flushes
+        flushes += 1
+        await durable.wait()
 
-    monkeypatch.setattr(Channel, "send", held_acks)
+    bob.set_receiver(receiver, flush=flush)
     sent = [envelope_for(nodes, "alice", "bob", {"n": index}) for index in range(5)]
     for envelope in sent:
         await alice.send(envelope)
     assert [body["n"] for _, body in await receiver.wait_for(5)] == [0, 1, 2, 3, 4]
-    assert sum(counters.acks.values()) == 0
-    released.set()
+    assert sum(counters.acks.values()) == 0 and flushes >= 1
+    durable.set()
     await eventually(lambda: sum(counters.acks.values()) == 5)
     assert {counters.acks[envelope["id"]] for envelope in sent} == {1}
 

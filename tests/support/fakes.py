@@ -6,7 +6,7 @@ receiver returns, and keeps them when it raises or the node is offline. Nodes us
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +39,7 @@ class FakeHub:
 
     identities: dict[str, Identity] = field(default_factory=dict)
     receivers: dict[str, EnvelopeReceiver] = field(default_factory=dict)
+    flushes: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
     queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seen: list[dict[str, Any]] = field(default_factory=list)
     up: bool = True
@@ -93,6 +94,7 @@ class FakeHub:
             while self.up and aid in self.receivers and self.queues[aid]:
                 try:
                     await self.receivers[aid](self.queues[aid][0])
+                    await self.flushes.get(aid, _nothing)()
                 except HubError:
                     await asyncio.sleep(0.05)
                     event.set()
@@ -118,8 +120,11 @@ class FakeLink:
     async def send(self, envelope: dict[str, Any]) -> None:
         self.hub.accept(envelope)
 
-    def set_receiver(self, receiver: EnvelopeReceiver) -> None:
+    def set_receiver(self, receiver: EnvelopeReceiver, *,
+                     flush: Callable[[], Awaitable[None]] | None = None) -> None:
         self.hub.receivers[self.aid] = receiver
+        if flush is not None:
+            self.hub.flushes[self.aid] = flush
         self.hub.wake(self.aid)
 
     async def peer(self, aid: str) -> PeerInfo:
@@ -165,3 +170,7 @@ class CompletingModule:
                 {"artifactId": "result", "parts": [{"text": self.artifact}]}])
 
         return TaskClaim(module="completes", serve=serve)
+
+
+async def _nothing() -> None:
+    """A receiver without a flush of its own."""

@@ -464,3 +464,42 @@ async def test_module_can_leave_a_task_to_the_operator(tmp_path: Path, hub: Fake
                          == "queued_for_operator")
         await b.tasks.reply(task["id"], "from the operator")
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
+
+
+async def test_a_providers_update_reaches_the_client_before_the_disk_and_the_hub_after(
+        tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/performance.md, "Durability": what a provider's update tells the requester's client
+    goes out before the update's commit is synced; the envelope leaves the hub only after a sync
+    that covers the commit, so a crash of the machine that takes the commit brings it again."""
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("hello"))
+        await eventually(lambda: b.tasks.inbox())
+        steps: list[tuple[str, int]] = []  # what happened, and a's commits by then
+        sync_wal, publish, flush = a.store._sync_wal, a.tasks.events.publish, hub.flushes[a.aid]
+
+        def synced() -> None:
+            steps.append(("synced", a.store._db.total_changes))
+            sync_wal()
+
+        def published(task_id: str, events: list, *, terminal: bool) -> None:
+            if terminal:
+                steps.append(("answered", a.store._db.total_changes))
+            publish(task_id, events, terminal=terminal)
+
+        async def acknowledged() -> None:  # the hub forgets the envelope when this returns
+            await flush()
+            steps.append(("acknowledged", a.store._db.total_changes))
+
+        monkeypatch.setattr(a.store, "_sync_wal", synced)
+        monkeypatch.setattr(a.tasks.events, "publish", published)
+        monkeypatch.setitem(hub.flushes, a.aid, acknowledged)
+        await b.tasks.reply(task["id"], "hi there")
+        await eventually(lambda: [step for step, _ in steps].count("answered") == 1
+                         and steps[-1][0] == "acknowledged")
+    answered = [step for step, _ in steps].index("answered")
+    committed = steps[answered][1]
+    acknowledged = [step for step, _ in steps].index("acknowledged", answered)
+    assert all(count < committed for step, count in steps[:answered] if step == "synced")
+    assert any(step == "synced" and count >= committed
+               for step, count in steps[answered:acknowledged])
