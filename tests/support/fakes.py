@@ -1,7 +1,7 @@
 """An in-process relay for real nodes (``FakeHub``, a link per node: ``FakeLink``) that behaves as
 the ``HubLink`` contract says: it stores envelopes, delivers them in order, acknowledges when the
-receiver returns, and keeps them when it raises or the node is offline. Nodes use it through
-``tests.support.nodes.open_node``."""
+receiver returned and its flush did, and keeps them when either raises or the node is offline.
+Nodes use it through ``tests.support.nodes.open_node``."""
 
 from __future__ import annotations
 
