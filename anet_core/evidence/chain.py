@@ -345,9 +345,7 @@ class EvidenceChain:
         Records that arrive while an append runs wait for it and then go to the chain together,
         in the order they arrived (group commit). A caller that is cancelled meanwhile does not
         take its records back."""
-        futures = self.submit(items, awaited=True)
-        if self._journal is not None:
-            await self._journal.flush()
+        futures = self.submit(items, awaited=True)  # the writer flushes the journal first
         return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
 
     def record_later(self, kind: str, data: dict[str, Any]) -> None:

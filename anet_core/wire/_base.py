@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
+from functools import cache
 from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, JsonValue, PlainSerializer, PlainValidator
@@ -163,12 +164,10 @@ _ALWAYS, _EXPLICIT, _IMPLICIT = range(3)
 written whenever set (explicit presence), written when it differs from its default."""
 
 
-_PLANS: dict[type[WireModel], tuple[tuple[str, str, int], ...]] = {}
-"""Each model's :func:`_output_plan`, made at its first :meth:`WireModel.wire`."""
-
-
+@cache
 def _output_plan(model: type[WireModel]) -> tuple[tuple[str, str, int], ...]:
-    """(field name, wire name, treatment) of every field of ``model``, in declaration order."""
+    """(field name, wire name, treatment) of every field of ``model``, in declaration order;
+    made at the model's first :meth:`WireModel.wire`."""
     plan = []
     for name, field in model.model_fields.items():
         if name in model.ALWAYS_EMITTED:
@@ -210,12 +209,9 @@ class WireModel(BaseModel):
 
     def wire(self) -> dict[str, Any]:
         """The ProtoJSON object: camelCase keys, enum names, unset and default fields left out."""
-        plan = _PLANS.get(type(self))
-        if plan is None:
-            plan = _PLANS[type(self)] = _output_plan(type(self))
         values = self.__dict__
         out: dict[str, Any] = {}
-        for name, wire_name, treatment in plan:
+        for name, wire_name, treatment in _output_plan(type(self)):
             value = values[name]
             if treatment != _ALWAYS and (value is None or (
                     treatment == _IMPLICIT and _is_proto_default(value))):
