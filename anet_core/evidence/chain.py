@@ -185,8 +185,9 @@ class EvidenceChain:
                 last = self._current_tail(fd)
                 # A chain without a head may hold one record only (verify's no-head): a first
                 # record that a crash left headless gets its head before another follows, and
-                # a new chain's first record gets it at once, whatever ``head`` asks.
-                if last is not None and not self._head_path.exists():
+                # a new chain's first record gets it at once, whatever ``head`` asks. (Once
+                # this chain wrote a head, it knows there is one.)
+                if last is not None and self._head is None and not self._head_path.exists():
                     self._sync(fd)
                     self._write_head(last)
                 headless = last is None

@@ -67,6 +67,10 @@ from anet_core.wire import (
 
 log = logging.getLogger(__name__)
 
+_QUEUED_HERE = frozenset({TaskMessage.model_fields["type"].default,
+                          TaskCancel.model_fields["type"].default})
+"""The bodies this side queues in the outbox."""
+
 
 class TurnLocks:
     """One lock per task with a turn in progress; a task's lock goes when nobody holds it."""
@@ -541,8 +545,8 @@ class Requester:
     def on_refused(self, entry: OutboxEntry, error: HubError) -> Effects:
         """The hub refused a message for good: a task still waiting fails (hub_refused)."""
         effects = Effects()
-        stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
-        if stored is None or state_of(stored.task).is_terminal:
+        stored = self._open_task_of(entry)
+        if stored is None:
             return effects
         effect = EffectStatus(stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS,
                                                           EffectStatus.NONE))
@@ -560,11 +564,20 @@ class Requester:
     def _queue(self, peer_aid: str, body: dict[str, Any], *, task_id: str) -> None:
         queue_message(self._store, self._hub, self._identity, peer_aid, body, task_id=task_id)
 
+    def _open_task_of(self, entry: OutboxEntry) -> StoredTask | None:
+        """The open task an outbox entry of this side belongs to; None for an entry of the
+        provider's (its updates share the outbox, and nothing here follows them) and for a
+        task that ended or is gone."""
+        if entry.body.get("type") not in _QUEUED_HERE:
+            return None
+        stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
+        return None if stored is None or state_of(stored.task).is_terminal else stored
+
     def on_accepted(self, entry: OutboxEntry) -> Effects:
         """The hub stored a message of this task: the provider can act on it from now on."""
         effects = Effects()
-        stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
-        if stored is None or state_of(stored.task).is_terminal:
+        stored = self._open_task_of(entry)
+        if stored is None:
             return effects
         if stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS) == EffectStatus.NONE:
             set_meta(stored.task, effect=EffectStatus.POSSIBLE)
@@ -581,9 +594,9 @@ class Requester:
         here and is sent again; the task says so (anet.reason hub_storage_full) instead of
         waiting in silence."""
         effects = Effects()
-        stored = self._store.get_task(entry.task_id, role=TaskRole.REQUESTER)
-        if stored is None or state_of(stored.task).is_terminal or \
-                stored.task["metadata"].get(TaskMetadata.REASON) == Reason.HUB_STORAGE_FULL:
+        stored = self._open_task_of(entry)
+        if stored is None or stored.task["metadata"].get(TaskMetadata.REASON) == \
+                Reason.HUB_STORAGE_FULL:
             return effects
         note = text_message(f"The hub refused the message for now: {error.message}. It waits "
                             "here and is sent again when the hub has room.", role="ROLE_AGENT",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from anet_core.errors import AnetError
 from anet_core.evidence import verify
 from anet_core.protocol.tasks import ArtifactChunk
 from anet_core.records import InboundTask, TaskClaim
-from anet_core.store import TaskRole
+from anet_core.store import StoredTask, TaskRole
 from anet_core.tasks import Responder, TaskError
 from anet_core.wire import TaskState
 from tests.support.fakes import FakeHub
@@ -503,3 +504,25 @@ async def test_a_providers_update_reaches_the_client_before_the_disk_and_the_hub
     assert all(count < committed for step, count in steps[:answered] if step == "synced")
     assert any(step == "synced" and count >= committed
                for step, count in steps[answered:acknowledged])
+
+
+async def test_the_hub_taking_a_providers_update_costs_the_requester_side_nothing(
+        tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sides share the outbox, and the requester's side follows what the hub took of its
+    own messages only: the provider's updates cost it no read of a task."""
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("hello"))
+        await eventually(lambda: b.tasks.inbox())
+        read_as: list[TaskRole | None] = []
+        get_task = b.store.get_task
+
+        def reading(task_id: str, **which: Any) -> StoredTask | None:
+            read_as.append(which.get("role"))
+            return get_task(task_id, **which)
+
+        monkeypatch.setattr(b.store, "get_task", reading)
+        await b.tasks.reply(task["id"], "hi there")
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        await eventually(lambda: b.store.outbox_due(float("inf")) == [])
+    assert TaskRole.PROVIDER in read_as and TaskRole.REQUESTER not in read_as
