@@ -12,6 +12,7 @@ from anet_core.wire._base import (
     JsonObject,
     Timestamp,
     WireModel,
+    compact_json,
     format_timestamp,
     parse_timestamp,
 )
@@ -193,6 +194,7 @@ __all__ = [
     "UnencodableText",
     "WireModel",
     "check_value",
+    "compact_json",
     "error_from_jsonrpc",
     "error_from_rest",
     "format_timestamp",

@@ -220,8 +220,18 @@ class WireModel(BaseModel):
         return out
 
     def wire_json(self) -> str:
-        """:meth:`wire` as compact one-line JSON text (UTF-8 kept raw, as the SDK sends it)."""
-        return json.dumps(self.wire(), ensure_ascii=False, separators=(",", ":"))
+        """:meth:`wire` as :func:`compact_json` text."""
+        return compact_json(self.wire())
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_json(value: Any) -> str:
+    """Compact one-line JSON text, UTF-8 kept raw, as the SDK sends it. One encoder serves
+    every call: ``json.dumps`` with options builds a new one each time, which costs as much as
+    encoding a small reply."""
+    return _COMPACT.encode(value)
 
 
 def exactly_one(model: WireModel, members: tuple[str, ...], oneof: str) -> str:

@@ -7,7 +7,6 @@ routes): the result at 200, an error as google.rpc.Status with its HTTP status.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -19,6 +18,7 @@ from anet_core.wire import (
     A2AErrorKind,
     JsonRpcId,
     WireModel,
+    compact_json,
     jsonrpc_error_response,
     rest_error_body,
 )
@@ -34,13 +34,9 @@ class Binding(Enum):
     REST = "rest"
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def json_reply(body: Any, status: int = 200, headers: Mapping[str, str] | None = None
                ) -> web.Response:
-    return web.Response(text=dumps(body), status=status, content_type=JSON,
+    return web.Response(text=compact_json(body), status=status, content_type=JSON,
                         headers=headers)
 
 

@@ -17,8 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from anet_a2a.operations import EventStream
-from anet_a2a.replies import dumps
-from anet_core.wire import A2AError, A2AErrorKind, StreamResponse
+from anet_core.wire import A2AError, A2AErrorKind, StreamResponse, compact_json
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ async def stream(request: web.Request, events: EventStream,
             event = finished.result()
             if event is _END:
                 break
-            await response.write(f"data: {dumps(frame(event))}\n\n".encode())
+            await response.write(f"data: {compact_json(frame(event))}\n\n".encode())
     except (ConnectionResetError, asyncio.CancelledError):
         # The client went away: EventStream.events detached the subscription on its way out.
         log.debug("event=stream-client-gone path=%s", request.path)
@@ -76,4 +75,4 @@ async def stream(request: web.Request, events: EventStream,
 
 async def _write_error(response: web.StreamResponse, body: Any) -> None:
     with suppress(ConnectionResetError):
-        await response.write(f"event: error\ndata: {dumps(body)}\n\n".encode())
+        await response.write(f"event: error\ndata: {compact_json(body)}\n\n".encode())
