@@ -124,7 +124,13 @@ def check_value(value: Any) -> None:
 def may_hold_surrogate(data: bytes | str) -> bool:
     """False when ``data`` cannot decode to a lone surrogate: :func:`check_value` of its value
     would find none."""
-    return _MAY_HOLD_SURROGATE.search(_text(data)) is not None
+    text = _text(data)
+    if text.isascii() and "\\u" not in text:
+        # No escape and no surrogate itself (one is not ASCII): what every envelope, frame and
+        # task of ASCII text is. Both tests take a fraction of the search below, which tries its
+        # pattern at every character (36 µs against 2 for a frame of 2 KiB).
+        return False
+    return _MAY_HOLD_SURROGATE.search(text) is not None
 
 
 def parse_json(data: bytes | str) -> Any:
