@@ -13,8 +13,9 @@
 atomically after each append. A chain that ends before its head was truncated; without the head,
 dropping the newest records would leave a perfectly valid shorter chain.
 
-The daemon's chain has a journal (the node's store): a record is kept there in the commit that the
-store's next flush makes durable, before anyone is told of what it records, and appended to the
+The daemon's chain has a journal (the node's store): a record is kept there in the commit of the
+change it records (:meth:`EvidenceChain.keep`; or, made outside a transaction, in one of its own),
+which the store's next flush makes durable before anyone is told of it, and appended to the
 chain a moment later (``APPEND_AFTER_S``), once its row is on disk, without an fsync of its own.
 The chain is synced when its head moves (every :data:`HEAD_EVERY_RECORDS` records, when idle, when
 the node stops), and the journal then forgets what the chain holds on disk;
@@ -36,6 +37,7 @@ from anet_core.evidence.chain import (
     EvidenceError,
     EvidenceHead,
     EvidenceJournal,
+    KeptRecords,
     check_kind,
     record_hash,
 )
@@ -58,6 +60,7 @@ __all__ = [
     "EvidenceIssue",
     "EvidenceJournal",
     "EvidenceReport",
+    "KeptRecords",
     "ReadRecord",
     "check_kind",
     "read_records",

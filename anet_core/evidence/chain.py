@@ -116,6 +116,13 @@ class _Waiting:
     """Its caller waits for it: appended without :data:`APPEND_AFTER_S`."""
 
 
+@dataclass(frozen=True)
+class KeptRecords:
+    """Records :meth:`EvidenceChain.keep` kept in the journal, not yet queued for the chain."""
+
+    waiting: list[_Waiting]
+
+
 class EvidenceChain:
     """Appends signed records to a chain file. Thread-safe, and safe with other processes
     appending to the same file (an exclusive ``flock`` is held per append and the tail is re-read
@@ -360,6 +367,33 @@ class EvidenceChain:
         them in the journal: they are durable with the store's next flush. Each future ends
         once its record is in the chain, with the record or the error that kept it out; after
         :data:`APPEND_AFTER_S` unless ``awaited`` (the caller waits for them)."""
+        futures, waiting = self._checked(items, awaited=awaited)
+        self._journaled(waiting)
+        self._enqueue(waiting, awaited=awaited)
+        return futures
+
+    def keep(self, items: Sequence[tuple[str, dict[str, Any]]]) -> KeptRecords:
+        """Keep records in the journal inside its open transaction, the one that makes the
+        change they describe: both reach the disk together, or neither does (two commits could
+        be parted by a crash of the machine, docs/performance.md "Durability"). Hand them to
+        :meth:`queue` once that transaction committed, before the loop runs anything else: the
+        journal forgets records by id, up to the last one appended, so records are queued in the
+        order of their ids. A rollback takes them back, and they are never queued. An append
+        that fails is logged."""
+        futures, waiting = self._checked(items, awaited=False)
+        for (kind, _), future in zip(items, futures, strict=True):
+            future.add_done_callback(partial(_log_failure, kind))
+        self._journaled(waiting)
+        return KeptRecords(waiting)
+
+    def queue(self, kept: KeptRecords) -> None:
+        """Queue records :meth:`keep` kept, once their transaction committed."""
+        self._enqueue(kept.waiting, awaited=False)
+
+    def _checked(self, items: Sequence[tuple[str, dict[str, Any]]], *, awaited: bool
+                 ) -> tuple[list[asyncio.Future[dict[str, Any]]], list[_Waiting]]:
+        """A future for each item, and the items fit for the chain (the others' futures hold
+        the error that keeps them out)."""
         loop = asyncio.get_running_loop()
         now = int(time.time() * 1000)
         futures, waiting = [], []
@@ -372,22 +406,28 @@ class EvidenceChain:
                 item.future.set_exception(error)
                 continue
             waiting.append(item)
-        if self._journal is not None and waiting:
-            try:
-                kept = self._journal.journal_evidence(
-                    [JournaledRecord(item.ts, item.kind, item.data) for item in waiting])
-            except sqlite3.Error as error:  # then their append is synced, as without a journal
-                log.error("event=evidence-journal-failed error=%r", error)
-            else:
-                for item, record in zip(waiting, kept, strict=True):
-                    item.journal_id = record.id
+        return futures, waiting
+
+    def _journaled(self, waiting: list[_Waiting]) -> None:
+        """Keep ``waiting`` in the journal (in its open transaction, if any)."""
+        if self._journal is None or not waiting:
+            return
+        try:
+            kept = self._journal.journal_evidence(
+                [JournaledRecord(item.ts, item.kind, item.data) for item in waiting])
+        except sqlite3.Error as error:  # then their append is synced, as without a journal
+            log.error("event=evidence-journal-failed error=%r", error)
+        else:
+            for item, record in zip(waiting, kept, strict=True):
+                item.journal_id = record.id
+
+    def _enqueue(self, waiting: list[_Waiting], *, awaited: bool) -> None:
         self._waiting += waiting
         self._more.set()
         if awaited:
             self._awaited.set()
         if self._writer is None and self._waiting:
             self._writer = asyncio.ensure_future(self._write_waiting())
-        return futures
 
     async def _write_waiting(self) -> None:
         try:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from anet_core.errors import AnetError
-from anet_core.evidence import EvidenceChain
+from anet_core.evidence import EvidenceChain, KeptRecords
 from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
@@ -115,6 +115,8 @@ class Effects:
     """What to do once a transaction committed: evidence records, events, background work."""
 
     evidence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    kept: list[KeptRecords] = field(default_factory=list)
+    """Records already in the journal, in the transaction that made them (:meth:`Services.keep`)."""
     events: list[tuple[str, list[dict[str, Any]], bool]] = field(default_factory=list)
     background: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     send: bool = False
@@ -141,12 +143,23 @@ class Services:
     wake_outbox: Callable[[], None]
     start_background: Callable[[Callable[[], Awaitable[None]]], None]
 
+    def keep(self, effects: Effects) -> None:
+        """Keep the records of ``effects`` in the evidence journal inside the transaction that
+        makes the change they record; call it last in that transaction, and :meth:`run` the
+        effects right after it commits (``EvidenceChain.keep`` says why). A record kept in a
+        commit of its own, after the change's, could be lost to a crash of the machine that
+        keeps the change (docs/performance.md, "Durability")."""
+        if effects.evidence:
+            effects.kept.append(self.evidence.keep(effects.evidence))
+            effects.evidence = []
+
     async def run(self, effects: Effects) -> None:
         """Carry out the effects of a committed transaction, in this order, once it is on disk.
 
         The task layer commits without waiting for the disk (``durable=False``); this is where
         it waits (one fsync covers every transaction committed before it, and the evidence
-        records the journal keeps from just before it), before anyone is told: the caller (who
+        records the journal keeps: kept in the transaction, :meth:`keep`, or else journaled
+        here), before anyone is told: the caller (who
         may answer an A2A client), a subscriber, a backend; the outbox flushes again before it
         hands anything to the hub. The one exception: the events of a transaction that is
         ``redelivered_if_lost`` go first, and the flush before the envelope's acknowledgement
@@ -154,9 +167,12 @@ class Services:
         reach the outbox together with the end that follows them (see ``Outbox.flush``). The
         records are appended to the chain a moment later (``APPEND_AFTER_S`` in
         evidence/chain.py); an append that fails is logged."""
-        if not (effects.events or effects.send or effects.background or effects.evidence):
+        if not (effects.events or effects.send or effects.background or effects.evidence
+                or effects.kept):
             return
-        for kind, data in effects.evidence:
+        for kept in effects.kept:
+            self.evidence.queue(kept)
+        for kind, data in effects.evidence:  # made outside a transaction: journaled now
             self.evidence.record_later(kind, data)
         if effects.redelivered_if_lost:
             self._publish(effects)

@@ -12,7 +12,6 @@ offered to the gates again when the node takes tasks again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -26,7 +25,7 @@ from anet_core.records import (
     TaskGate,
 )
 from anet_core.store import Store, StoredTask, TaskRole
-from anet_core.tasks.common import Effects, new_id, state_of
+from anet_core.tasks.common import Effects, Services, new_id, state_of
 from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.origin import ORIGIN, is_local_peer
 from anet_core.wire import TaskState
@@ -68,11 +67,11 @@ class TaskGates:
     ``hand_on`` offers it to the modules (else the inbox), as the provider does."""
 
     def __init__(self, *, store: Store, hooks: TaskHooks,
-                 run_effects: Callable[[Effects], Awaitable[None]], emit: Emit,
+                 services: Services, emit: Emit,
                  hand_on: HandOn) -> None:
         self._store = store
         self._hooks = hooks
-        self._run_effects = run_effects
+        self._services = services
         self._emit = emit
         self._hand_on = hand_on
 
@@ -113,7 +112,8 @@ class TaskGates:
                     log.info("event=gate-verdict-dropped task=%s module=%s", task_id, module)
                     return
                 self._on_verdict(current, module, verdict, decided)
-            await self._run_effects(decided)
+                self._services.keep(decided)
+            await self._services.run(decided)
 
         effects.background.append(decide)
 

@@ -9,7 +9,6 @@ with its id, its sender and the reason, and acknowledged: it can never become va
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -35,7 +34,7 @@ from anet_core.protocol.tasks import (
 )
 from anet_core.store import Store
 from anet_core.tasks.cards import ExtendedCards
-from anet_core.tasks.common import Effects
+from anet_core.tasks.common import Effects, Services
 from anet_core.tasks.provider import Provider
 from anet_core.tasks.requester import Requester
 
@@ -54,7 +53,7 @@ class InboundEnvelopes:
 
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, requester: Requester,
                  provider: Provider, cards: ExtendedCards, metrics: NodeMetrics,
-                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 services: Services) -> None:
         self._store = store
         self._metrics = metrics
         self._hub = hub
@@ -62,7 +61,7 @@ class InboundEnvelopes:
         self._requester = requester
         self._provider = provider
         self._cards = cards
-        self._run_effects = run_effects
+        self._services = services
 
     async def __call__(self, envelope: dict[str, Any]) -> None:
         """Take one envelope; return once what it changed is committed. The hub forgets it once
@@ -128,7 +127,8 @@ class InboundEnvelopes:
                 self._refuse(opened.id, opened.sender, "replayed", "opened meanwhile")
                 return
             effects = self._dispatch(opened.sender, history, body, opened.ts / 1000)
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)
 
     def _dispatch(self, sender: str, history: VerifiedHistory,
                   body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive | CardRequest

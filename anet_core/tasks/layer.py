@@ -61,22 +61,22 @@ class TaskLayer:
         self._services = Services(events=self.events, evidence=evidence, store=store,
                                   wake_outbox=lambda: self.outbox.wake(),
                                   start_background=self._start)
-        run_effects = self._services.run
+        services = self._services
         self.requester = Requester(store=store, hub=hub, identity=identity, events=self.events,
-                                   hooks=hooks, run_effects=run_effects)
+                                   hooks=hooks, services=services)
         self.provider = Provider(store=store, hub=hub, identity=identity, hooks=hooks,
-                                 metrics=metrics, run_effects=run_effects)
+                                 metrics=metrics, services=services)
         self.outbox = Outbox(store=store, hub=hub, identity=identity,
                              on_refused=self.requester.on_refused,
                              on_accepted=self.requester.on_accepted,
                              on_deferred=self.requester.on_deferred, metrics=metrics,
-                             run_effects=run_effects)
+                             services=services)
         self.cards = ExtendedCards(store=store, hub=hub, identity=identity,
                                    prices=hooks.card_prices)
         self.inbound = InboundEnvelopes(store=store, hub=hub, identity=identity,
                                         requester=self.requester, provider=self.provider,
                                         cards=self.cards,
-                                        metrics=metrics, run_effects=run_effects)
+                                        metrics=metrics, services=services)
 
     # --- requester API (see Requester for the rules) ----------------------------------------
 
@@ -168,7 +168,7 @@ class TaskLayer:
     def local(self, origin: LocalOrigin) -> LocalTasks:
         """The tasks of one local caller, e.g. a token holder of the a2a module's published
         surface: sent into the provider pipeline like network tasks, answered by events."""
-        return LocalTasks(origin, self.provider, self._store, self.events, self._services.run)
+        return LocalTasks(origin, self.provider, self._store, self.events, self._services)
 
     # --- inbound policy and trust list -------------------------------------------------------
 

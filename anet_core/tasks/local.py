@@ -15,7 +15,6 @@ others: another principal's task id is no task.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +22,7 @@ from pydantic import ValidationError
 
 from anet_core.protocol.tasks import TaskCancel, TaskMessage
 from anet_core.store import Store, StoredTask, TaskRole
-from anet_core.tasks.common import Effects, TaskError, new_id, state_of
+from anet_core.tasks.common import Services, TaskError, new_id, state_of
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.origin import LocalOrigin
 from anet_core.tasks.provider import Provider
@@ -35,12 +34,12 @@ class LocalTasks:
     """The tasks one local caller sent to this node, with the requester API's shape."""
 
     def __init__(self, origin: LocalOrigin, provider: Provider, store: Store, events: TaskEvents,
-                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 services: Services) -> None:
         self.origin = origin
         self._provider = provider
         self._store = store
         self._events = events
-        self._run_effects = run_effects
+        self._services = services
 
     async def send(self, message: dict[str, Any], *, metadata: dict[str, Any] | None = None,
                    skill: str | None = None, offer: bool = True,
@@ -78,7 +77,8 @@ class LocalTasks:
         with self._store.transaction(durable=False):
             effects = self._provider.on_message(self.origin.peer, body, offer=offer,
                                                 origin=self.origin.metadata)
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)
         return self._task(task_id).task
 
     def get(self, task_id: str) -> dict[str, Any]:
@@ -101,7 +101,8 @@ class LocalTasks:
         with self._store.transaction(durable=False):
             effects = self._provider.on_cancel(self.origin.peer, TaskCancel(
                 task_id=task_id, context_id=stored.context_id))
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)
         return self._task(task_id).task
 
     def subscribe(self, task_id: str) -> TaskSubscription:

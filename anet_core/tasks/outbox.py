@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
@@ -22,7 +22,7 @@ from anet_core.link import UNKNOWN_AGENT_REASONS, HubError, HubLink, JoinState
 from anet_core.metrics import NodeMetrics
 from anet_core.protocol.envelope import seal
 from anet_core.store import OutboxEntry, Store
-from anet_core.tasks.common import Effects
+from anet_core.tasks.common import Effects, Services
 from anet_core.util.backoff import Backoff
 from anet_core.wire import TaskState
 
@@ -109,7 +109,7 @@ class Outbox:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity,
                  on_refused: RefusalHandler, on_accepted: AcceptanceHandler,
                  on_deferred: DeferralHandler, metrics: NodeMetrics,
-                 run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 services: Services) -> None:
         self._store = store
         self._metrics = metrics
         self._hub = hub
@@ -117,7 +117,7 @@ class Outbox:
         self._on_refused = on_refused
         self._on_accepted = on_accepted
         self._on_deferred = on_deferred
-        self._run_effects = run_effects
+        self._services = services
         self._wake = asyncio.Event()
         self._held_until: float | None = None
 
@@ -227,7 +227,8 @@ class Outbox:
                 with self._store.transaction(durable=False):
                     self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)
                     effects = self._on_deferred(entry, deferral)
-                await self._run_effects(effects)
+                    self._services.keep(effects)
+                await self._services.run(effects)
                 return False
             self._store.outbox_retry_later(entry.seq, time.time() + delay, error.reason)
             return False
@@ -249,4 +250,5 @@ class Outbox:
         with self._store.transaction(durable=durable):
             self._store.outbox_done(entry.seq)
             effects = outcome()
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)

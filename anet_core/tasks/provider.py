@@ -33,7 +33,6 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from anet_core.identity import Identity
@@ -56,6 +55,7 @@ from anet_core.records import InboundTask, TaskClaim
 from anet_core.store import Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
     Effects,
+    Services,
     TaskError,
     add_to_history,
     apply_artifact,
@@ -93,15 +93,15 @@ RESTARTED_NOTE = ("The agent restarted while it worked on this task; the task wa
 
 class Provider:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, hooks: TaskHooks,
-                 metrics: NodeMetrics, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 metrics: NodeMetrics, services: Services) -> None:
         self._store = store
         self._hub = hub
         self._identity = identity
         self._hooks = hooks
         self._metrics = metrics
-        self._run_effects = run_effects
+        self._services = services
         self._responders: dict[str, TaskResponder] = {}
-        self._gates = TaskGates(store=store, hooks=hooks, run_effects=run_effects,
+        self._gates = TaskGates(store=store, hooks=hooks, services=services,
                                 emit=self._emit, hand_on=self._hand_on)
 
     # --- inbound messages (called inside the receiving transaction) ---------------------------
@@ -337,6 +337,7 @@ class Provider:
                                     task_id=stored.id)
             with self._store.transaction(durable=False):
                 self._emit(stored, TaskState.TASK_STATE_INPUT_REQUIRED, effects, message=question)
+                self._services.keep(effects)
         else:
             answer = {"artifactId": new_id(), "name": "reply", "parts": [{"text": text}]}
             end = await self._gates.end(stored, GateEnd(TaskState.TASK_STATE_COMPLETED, None,
@@ -344,7 +345,8 @@ class Provider:
             with self._store.transaction(durable=False):
                 stored = self._inbox_task(task_id)
                 self._end(stored, end, effects)
-        await self._run_effects(effects)
+                self._services.keep(effects)
+        await self._services.run(effects)
         return stored.task
 
     async def reject(self, task_id: str, reason: str | None = None) -> dict[str, Any]:
@@ -361,7 +363,8 @@ class Provider:
             if not end.held:
                 effects.record("task.rejected", taskId=stored.id, peer=stored.peer_aid,
                                reason=Reason.REJECTED_BY_PROVIDER.value)
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)
         return stored.task
 
     async def report(self, task_id: str, state: TaskState, *, message: dict[str, Any] | None,
@@ -392,7 +395,8 @@ class Provider:
                 self._emit(stored, state, effects, message=message, chunks=chunks,
                            final_artifacts=final_artifacts, reason=reason,
                            message_reply=message_reply)
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)
 
     def _end(self, stored: StoredTask, end: GateEnd, effects: Effects) -> None:
         if end.held:
@@ -413,10 +417,11 @@ class Provider:
             log.info("event=task-to-inbox task=%s module=%s reason=%r", task_id,
                      stored.served_by, reason)
             self._to_inbox(stored, effects)
+            self._services.keep(effects)
         responder = self._responders.pop(task_id, None)
         if responder is not None:
             responder.end(cancelled=False)
-        await self._run_effects(effects)
+        await self._services.run(effects)
 
     def recheck_answers(self) -> Effects:
         """At start: the answers a stop interrupted the gates' check of (``tasks/gates.py``)."""

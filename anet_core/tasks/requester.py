@@ -16,7 +16,7 @@ import copy
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -40,6 +40,7 @@ from anet_core.records import RequesterTurn, TurnAnswer, TurnHandler
 from anet_core.store import OutboxEntry, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
     Effects,
+    Services,
     TaskError,
     add_to_history,
     apply_artifact,
@@ -95,14 +96,14 @@ class TurnLocks:
 
 class Requester:
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, events: TaskEvents,
-                 hooks: TaskHooks, run_effects: Callable[[Effects], Awaitable[None]]) -> None:
+                 hooks: TaskHooks, services: Services) -> None:
         self._store = store
         self._hub = hub
         self._identity = identity
         self._aid = identity.aid
         self._events = events
         self._hooks = hooks
-        self._run_effects = run_effects
+        self._services = services
         self._turns = TurnLocks()
         self._questions_held: set[tuple[str, int]] = set()
         """(task, stateSeq) of the agent's questions a module's waiting turn has not answered
@@ -158,7 +159,8 @@ class Requester:
         with self._store.transaction(durable=False):
             stored = self._create(aid, message, context_id, skill, effects, metadata,
                                   task_id=task_id, refused=first, blocking=blocking)
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)
         return stored.task
 
     async def _first_turn(self, aid: str, task_id: str, context_id: str,
@@ -190,7 +192,8 @@ class Requester:
                                            parsed.message_id):
                     return earlier
                 self._continue(stored, message, effects)
-            await self._run_effects(effects)
+                self._services.keep(effects)
+            await self._services.run(effects)
             return stored.task
 
     async def _answer(self, task_id: str, message: dict[str, Any],
@@ -220,7 +223,8 @@ class Requester:
                     effects.send = True
                 for kind, data in answer.evidence:
                     effects.record(kind, **data)
-            await self._run_effects(effects)
+                self._services.keep(effects)
+            await self._services.run(effects)
             return stored.task
 
     def offer_waiting_tasks(self) -> Effects:
@@ -274,11 +278,12 @@ class Requester:
                     effects.publish(stored.task, events)
                 for kind, data in answer.evidence:
                     effects.record(kind, **data)
+                self._services.keep(effects)
             # The task as stored now shows what the turn decided: a client that subscribes
             # from here on must see it, not the "working" of a held question, or it would
             # miss the events published below (a blocking send would wait for ever).
             self._questions_held.discard((task_id, state_seq))
-            await self._run_effects(effects)
+            await self._services.run(effects)
 
     def _waiting_at(self, task_id: str, state_seq: int) -> StoredTask | None:
         stored = self._store.get_task(task_id, role=TaskRole.REQUESTER)
@@ -357,7 +362,8 @@ class Requester:
             effect = EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE
             self._finish_here(stored, TaskState.TASK_STATE_CANCELED, Reason.CANCELED_BY_REQUESTER,
                               effect, None, effects)
-        await self._run_effects(effects)
+            self._services.keep(effects)
+        await self._services.run(effects)
         return stored.task
 
     def subscribe(self, aid: str | None, task_id: str) -> TaskSubscription:
@@ -539,6 +545,7 @@ class Requester:
                 self._finish_here(stored, TaskState.TASK_STATE_FAILED, Reason.NO_RESPONSE,
                                   EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE,
                                   note, effects)
+                self._services.keep(effects)
             log.warning("event=task-silent task=%s note=%r", stored.id, note)
         return effects
 

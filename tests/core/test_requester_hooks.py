@@ -184,13 +184,13 @@ async def test_a_client_subscribing_while_a_hold_is_recorded_sees_the_hold(
             return TurnHandler(module="greeter", run=run)
 
     async with requester_and_agent(tmp_path, Holds()) as (a, b, agent):
-        submit, flush = a.evidence.submit, a.store.flush
+        keep, flush = a.evidence.keep, a.store.flush
         held = False
 
-        def noting_submit(items):  # type: ignore[no-untyped-def]
+        def noting_keep(items):  # type: ignore[no-untyped-def]  # in the hold's transaction
             nonlocal held
             held = held or any(kind == "payment.refuse" for kind, _ in items)
-            return submit(items)
+            return keep(items)
 
         async def slow_flush() -> None:  # the hold's commit, on its way to the disk
             if held and not release.is_set():
@@ -198,7 +198,7 @@ async def test_a_client_subscribing_while_a_hold_is_recorded_sees_the_hold(
                 await release.wait()
             await flush()
 
-        a.evidence.submit = noting_submit  # type: ignore[method-assign]
+        a.evidence.keep = noting_keep  # type: ignore[method-assign]
         a.store.flush = slow_flush  # type: ignore[method-assign]
         sent = await a.tasks.send(b.aid, user_message("hi"))
         await asyncio.wait_for(flushing.wait(), 10)

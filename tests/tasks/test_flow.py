@@ -526,3 +526,32 @@ async def test_the_hub_taking_a_providers_update_costs_the_requester_side_nothin
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         await eventually(lambda: b.store.outbox_due(float("inf")) == [])
     assert TaskRole.PROVIDER in read_as and TaskRole.REQUESTER not in read_as
+
+
+async def test_a_record_is_journaled_in_the_commit_of_the_change_it_records(
+        tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/performance.md, "Durability": a record journaled in a commit of its own, after the
+    change's, could be lost to a crash of the machine that keeps the change (and an envelope's
+    replay mark with it). When the change's effects run, its records are in the journal."""
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        at_commit: dict[str, list[tuple[list[str], int]]] = {"a": [], "b": []}
+        for name, node in (("a", a), ("b", b)):
+            services = node.tasks._services
+
+            async def running(effects: Any, node: Any = node, name: str = name,
+                              run: Any = services.run) -> None:
+                journal = [record.kind for record in node.store.journaled_evidence()]
+                at_commit[name].append((journal, len(effects.evidence)))
+                await run(effects)
+
+            monkeypatch.setattr(services, "run", running)
+        task = await a.tasks.send(b.aid, user_message("hello"))
+        await eventually(lambda: b.tasks.inbox())
+        await b.tasks.reply(task["id"], "hi there")
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+    for name, kinds in (("a", ("task.forwarded", "task.finished")),
+                        ("b", ("task.accepted", "task.answered"))):
+        for kind in kinds:
+            assert any(kind in journal for journal, _ in at_commit[name]), (name, kind)
+        assert all(left == 0 for _, left in at_commit[name]), at_commit[name]
