@@ -357,9 +357,9 @@ class EvidenceChain:
         return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
 
     def record_later(self, kind: str, data: dict[str, Any]) -> None:
-        """Queue a record for the chain without waiting for it (:meth:`submit`); an append that
-        fails is logged."""
-        self.submit([(kind, data)])[0].add_done_callback(partial(_log_failure, kind))
+        """Queue a record for the chain without waiting for it (:meth:`keep` and :meth:`queue`
+        at once); an append that fails is logged."""
+        self.queue(self.keep([(kind, data)]))
 
     def submit(self, items: Sequence[tuple[str, dict[str, Any]]], *, awaited: bool = False
                ) -> list[asyncio.Future[dict[str, Any]]]:

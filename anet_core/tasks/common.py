@@ -159,21 +159,20 @@ class Services:
         The task layer commits without waiting for the disk (``durable=False``); this is where
         it waits (one fsync covers every transaction committed before it, and the evidence
         records the journal keeps: kept in the transaction, :meth:`keep`, or else journaled
-        here), before anyone is told: the caller (who
-        may answer an A2A client), a subscriber, a backend; the outbox flushes again before it
-        hands anything to the hub. The one exception: the events of a transaction that is
-        ``redelivered_if_lost`` go first, and the flush before the envelope's acknowledgement
-        makes it durable. Nothing here yields to the loop, so a module's progress reports still
-        reach the outbox together with the end that follows them (see ``Outbox.flush``). The
-        records are appended to the chain a moment later (``APPEND_AFTER_S`` in
-        evidence/chain.py); an append that fails is logged."""
+        here), before anyone is told: the caller (who may answer an A2A client), a subscriber,
+        a backend; the outbox flushes again before it hands anything to the hub. The one
+        exception: the events of a transaction that is ``redelivered_if_lost`` go first, and
+        the flush before the envelope's acknowledgement makes it durable. Nothing here yields
+        to the loop, so a module's progress reports still reach the outbox together with the
+        end that follows them (see ``Outbox.flush``). The records are appended to the chain a
+        moment later (``APPEND_AFTER_S`` in evidence/chain.py); an append that fails is
+        logged."""
         if not (effects.events or effects.send or effects.background or effects.evidence
                 or effects.kept):
             return
+        self.keep(effects)  # records made outside a transaction: journaled now, together
         for kept in effects.kept:
             self.evidence.queue(kept)
-        for kind, data in effects.evidence:  # made outside a transaction: journaled now
-            self.evidence.record_later(kind, data)
         if effects.redelivered_if_lost:
             self._publish(effects)
             if not (effects.send or effects.background):
