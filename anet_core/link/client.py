@@ -29,7 +29,7 @@ from anet_core.link.card import (
     priced_skills,
     refresh_card_forever,
 )
-from anet_core.link.connection import ENCODE_FRAME, Channel, HubConnection, normalize_hub_url
+from anet_core.link.connection import Channel, HubConnection, normalize_hub_url
 from anet_core.link.contract import (
     EnvelopeReceiver,
     HubError,
@@ -43,6 +43,7 @@ from anet_core.link.delivery import Delivery
 from anet_core.link.directory import Directory
 from anet_core.protocol.documents import REVIEW_TYPE
 from anet_core.protocol.frames import AcceptedFrame
+from anet_core.util.canonical import compact_json
 
 if TYPE_CHECKING:
     from anet_core.config import Config
@@ -86,7 +87,7 @@ class HubClient:
     async def send(self, envelope: dict[str, Any]) -> None:
         self._connection.require_registered()
         frame = {"type": "send", "envelope": envelope}
-        text = ENCODE_FRAME(frame)
+        text = compact_json(frame)
         limits = self._connection.limits
         if limits is not None:
             size = len(text) + SEND_FRAME_OVERHEAD

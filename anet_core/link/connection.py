@@ -48,6 +48,7 @@ from anet_core.protocol.frames import (
     challenge_bytes,
 )
 from anet_core.util.backoff import Backoff, TokenBucket
+from anet_core.util.canonical import compact_json
 from anet_core.util.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,6 @@ MAX_FRAME_BYTES = 64 * 1024 * 1024
 RATE_LIMIT_DEADLINE_S = 30.0
 """A request refused ``rate-limited`` is retried until this long after it was first made; then
 it fails with ``HubError("rate-limited")``."""
-ENCODE_FRAME = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-"""A frame's JSON text as sent (one encoder for all: ``json.dumps`` with options builds one per
-call)."""
 RETRY_AFTER_MIN_S = 0.02
 RETRY_AFTER_MAX_S = 5.0
 """``retryAfter`` as told by the hub is kept within these bounds (a hub cannot park a request
@@ -162,7 +160,7 @@ class Channel:
         task.add_done_callback(self._work.discard)
 
     async def send(self, frame: dict[str, Any]) -> None:
-        await self._ws.send_str(ENCODE_FRAME(frame))
+        await self._ws.send_str(compact_json(frame))
 
     async def close(self) -> None:
         work = list(self._work)
@@ -265,10 +263,10 @@ class HubConnection:
         """Send a request and return its answer; an ``error`` answer raises HubError. Paced to
         the hub's limits; ``rate-limited`` is retried after ``retryAfter`` until
         ``RATE_LIMIT_DEADLINE_S`` after the first try. ``text`` is ``frame`` encoded, when the
-        caller has it already (:data:`ENCODE_FRAME`)."""
+        caller has it already (:func:`compact_json`)."""
         budget = RATE_LIMIT_DEADLINE_S
         deadline = time.monotonic() + budget
-        encoded = ENCODE_FRAME(frame) if text is None else text
+        encoded = compact_json(frame) if text is None else text
         while True:
             await self._pace(deadline, budget)
             answer = await self._request_once(encoded)

@@ -61,22 +61,21 @@ class TaskLayer:
         self._services = Services(events=self.events, evidence=evidence, store=store,
                                   wake_outbox=lambda: self.outbox.wake(),
                                   start_background=self._start)
-        services = self._services
         self.requester = Requester(store=store, hub=hub, identity=identity, events=self.events,
-                                   hooks=hooks, services=services)
+                                   hooks=hooks, services=self._services)
         self.provider = Provider(store=store, hub=hub, identity=identity, hooks=hooks,
-                                 metrics=metrics, services=services)
+                                 metrics=metrics, services=self._services)
         self.outbox = Outbox(store=store, hub=hub, identity=identity,
                              on_refused=self.requester.on_refused,
                              on_accepted=self.requester.on_accepted,
                              on_deferred=self.requester.on_deferred, metrics=metrics,
-                             services=services)
+                             services=self._services)
         self.cards = ExtendedCards(store=store, hub=hub, identity=identity,
                                    prices=hooks.card_prices)
         self.inbound = InboundEnvelopes(store=store, hub=hub, identity=identity,
                                         requester=self.requester, provider=self.provider,
                                         cards=self.cards,
-                                        metrics=metrics, services=services)
+                                        metrics=metrics, services=self._services)
 
     # --- requester API (see Requester for the rules) ----------------------------------------
 

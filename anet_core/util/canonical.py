@@ -1,9 +1,11 @@
-"""Canonical JSON: the one byte form that anet signs and hashes; base64url; paging cursors."""
+"""Canonical JSON: the one byte form that anet signs and hashes; compact JSON text, the form
+anet sends; base64url; paging cursors."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
@@ -16,6 +18,14 @@ does) raises ``RecursionError`` instead of ``ValueError``."""
 def canonical_json(value: Any) -> bytes:
     """Sorted keys, no insignificant white space, UTF-8: equal values give equal bytes."""
     return _CANONICAL.encode(value).encode()
+
+
+compact_json: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False,
+                                                      separators=(",", ":")).encode
+"""Compact one-line JSON text, UTF-8 kept raw, as the A2A SDK sends it: frames to the hub, the
+wire models' text, the local endpoint's replies and events. One encoder's bound method serves
+every call (on the hub link's path for every frame), as one encoder does for
+:func:`canonical_json`."""
 
 
 def canonical_with(key: str, value_json: bytes, fields: dict[str, Any]) -> bytes:

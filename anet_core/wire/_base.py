@@ -28,6 +28,7 @@ from typing import Annotated, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, JsonValue, PlainSerializer, PlainValidator
 from pydantic.alias_generators import to_camel
 
+from anet_core.util.canonical import compact_json
 from anet_core.wire.enums import ProtoEnum
 
 JsonObject = dict[str, JsonValue]
@@ -222,16 +223,6 @@ class WireModel(BaseModel):
     def wire_json(self) -> str:
         """:meth:`wire` as :func:`compact_json` text."""
         return compact_json(self.wire())
-
-
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def compact_json(value: Any) -> str:
-    """Compact one-line JSON text, UTF-8 kept raw, as the SDK sends it. One encoder serves
-    every call: ``json.dumps`` with options builds a new one each time, which costs as much as
-    encoding a small reply."""
-    return _COMPACT.encode(value)
 
 
 def exactly_one(model: WireModel, members: tuple[str, ...], oneof: str) -> str:
