@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check $(DISTRIBUTIONS) -e ".[test]"
+	$(PY) -m pip install --quiet --disable-pip-version-check $(DISTRIBUTIONS) -e ".[test,fast]"
 	touch $(STAMP)
 
 # The whole network on this machine, one task through it, then it waits for you until Ctrl-C.

@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import os
 import platform
+import re
 import shutil
 import statistics
 import sys
@@ -160,6 +161,12 @@ def machine() -> str:
                    if line.startswith("MemTotal:"))
     return (f"{os.cpu_count()} CPUs ({cpu}), {mem_kib / 1024 / 1024:.1f} GiB memory, "
             f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+
+
+def hub_loop(network: EmbeddedNetwork) -> str:
+    """The hub's event loop, as its start-up line names it (uvloop with ``anet-hub[fast]``)."""
+    found = re.search(r"event=listening .*loop=(\w+)", (network.work / "hub.log").read_text())
+    return found.group(1) if found else "an unnamed loop"
 
 
 def host_probe_ms() -> float:
@@ -373,7 +380,8 @@ async def bench(args: argparse.Namespace) -> None:
             await asyncio.gather(network.start_node(alice), network.start_node(bob))
             await asyncio.gather(network.trust(bob, alice), network.trust(alice, bob))
             await network.listed(alice, bob.aid)
-            started.result = "hub, alice, bob and the text agent up; trust set up"
+            started.result = (f"hub (on {hub_loop(network)}), alice, bob and the text agent up; "
+                              "trust set up")
         await asyncio.sleep(SETTLE_S)
         idle = {name: rss_mib(network.child(name).pid)
                 for name in ("alice", "bob", "the hub", "the text agent")}

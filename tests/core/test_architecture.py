@@ -285,8 +285,10 @@ def test_the_module_lists_agree() -> None:
     root = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     version = root["version"]
     extras = {name: _pins(pins) for name, pins in root["optional-dependencies"].items()
-              if name not in {"all", "test"}}
+              if name not in {"all", "test", "fast"}}
     assert extras == {module: {dist: version} for module, dist in KNOWN_MODULES.items()}
+    hub = tomllib.loads((REPO / "plugins" / "hub" / "pyproject.toml").read_text())["project"]
+    assert root["optional-dependencies"]["fast"] == hub["optional-dependencies"]["fast"]
     assert _pins(root["optional-dependencies"]["all"]) == {
         dist: version for dist in KNOWN_MODULES.values()}
 

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 import aiohttp
 import pytest
@@ -82,6 +83,46 @@ async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env):
     assert process.returncode == 0
     log = stderr.decode()
     assert "event=listening" in log and "event=registered" in log and "event=stopped" in log
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+async def test_hub_serve_runs_on_the_loop_chosen(tmp_path, env, loop):
+    data, port = tmp_path / "hub", free_port()
+    process = await asyncio.create_subprocess_exec(
+        *ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data),
+        "--loop", loop, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    clients = []
+    try:
+        await _wait_healthy(f"http://127.0.0.1:{port}", process)
+        bob = Identity.create(tmp_path / "bob" / "identity")
+        for name, identity in (("alice", Identity.create(tmp_path / "alice" / "identity")),
+                               ("bob", bob)):
+            clients.append(HubClient(identity, url=f"ws://127.0.0.1:{port}",
+                                     pin_path=tmp_path / name / "pin.json"))
+            await clients[-1].start()
+        await eventually(lambda: all(client.status.state is JoinState.REGISTERED
+                                     for client in clients))
+        assert (await clients[0].peer(bob.aid)).history is not None
+    finally:
+        for client in clients:
+            await client.close()
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            _, stderr = await process.communicate()
+    assert process.returncode == 0
+    assert f"loop={loop}" in stderr.decode()
+
+
+def test_hub_serve_without_uvloop_runs_on_asyncio_unless_uvloop_is_asked_for(monkeypatch):
+    from anet_core.api import AnetError
+    from anet_hub.event_loop import loop_factory
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if the fast extra were not installed
+    assert loop_factory("auto") is None and loop_factory("asyncio") is None
+    with pytest.raises(AnetError) as refused:
+        loop_factory("uvloop")
+    assert refused.value.reason == "hub-no-uvloop" and "anet-hub[fast]" in refused.value.hint
 
 
 def test_hub_serve_refuses_a_bad_listen_address(tmp_path, env):

@@ -365,10 +365,11 @@ async def serve(config: HubConfig, host: str, port: int) -> None:
         await site.start()
         state = runner.app[STATE_KEY]
         log.info("event=listening addresses=%s hubAid=%s approval=%s maxEnvelopeBytes=%d "
-                 "rate=%g burst=%d queueTtl=%g",
+                 "rate=%g burst=%d queueTtl=%g loop=%s",
                  ",".join(f"{address[0]}:{address[1]}" for address in runner.addresses),
                  state.identity.aid, config.approval, config.max_envelope_bytes,
-                 config.rate_per_second, config.burst, config.queue_ttl_s)
+                 config.rate_per_second, config.burst, config.queue_ttl_s,
+                 type(loop).__module__.partition(".")[0])
         release_startup_memory()
         await stop.wait()
         log.info("event=stopping")
