@@ -8,6 +8,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -44,74 +48,78 @@ async def _wait_healthy(url: str, process: asyncio.subprocess.Process) -> None:
             await asyncio.sleep(0.1)
 
 
-async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env):
-    data, port = tmp_path / "hub", free_port()
+@dataclass
+class ServedHub:
+    url: str
+    log: str = ""
+    """What the hub wrote to stderr, once it stopped."""
+
+
+@asynccontextmanager
+async def serving(data: Path, env: dict[str, str], *options: str) -> AsyncIterator[ServedHub]:
+    """``anet hub serve`` as a process while the block runs, then stopped with SIGTERM, which
+    it must answer by exiting 0."""
+    port = free_port()
     process = await asyncio.create_subprocess_exec(
-        *ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data),
-        "--approval",
+        *ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data), *options,
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    client = None
+    hub = ServedHub(f"ws://127.0.0.1:{port}")
     try:
         await _wait_healthy(f"http://127.0.0.1:{port}", process)
-        identity = Identity.create(tmp_path / "alice" / "identity")
-        client = HubClient(identity, url=f"ws://127.0.0.1:{port}",
-                           pin_path=tmp_path / "alice" / "pin.json")
-        await client.start()
-        await eventually(lambda: client.status.state is JoinState.PENDING)
-
-        listed = await asyncio.to_thread(anet, "hub", "pending", "--data", str(data), "--json",
-                                         env=env)
-        assert [row["aid"] for row in json.loads(listed.stdout)] == [identity.aid]
-        approved = await asyncio.to_thread(anet, "hub", "approve", identity.aid, "--data",
-                                           str(data), env=env)
-        assert approved.returncode == 0, approved.stderr
-        await eventually(lambda: client.status.state is JoinState.REGISTERED)
-        official = await asyncio.to_thread(anet, "hub", "official", "add", identity.aid,
-                                           "--data", str(data), env=env)
-        assert official.stdout.split() == [identity.aid]
-        assert (await client.peer(identity.aid)).official is True
-        bad = await asyncio.to_thread(anet, "hub", "approve", "nope", "--data", str(data),
-                                      env=env)
-        assert bad.returncode == 1 and "'nope' is not an AID" in bad.stderr
+        yield hub
     finally:
-        if client is not None:
-            await client.close()
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(30):
             _, stderr = await process.communicate()
     assert process.returncode == 0
-    log = stderr.decode()
-    assert "event=listening" in log and "event=registered" in log and "event=stopped" in log
+    hub.log = stderr.decode()
+
+
+async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env):
+    data = tmp_path / "hub"
+    async with serving(data, env, "--approval") as hub:
+        identity = Identity.create(tmp_path / "alice" / "identity")
+        client = HubClient(identity, url=hub.url, pin_path=tmp_path / "alice" / "pin.json")
+        await client.start()
+        try:
+            await eventually(lambda: client.status.state is JoinState.PENDING)
+            listed = await asyncio.to_thread(anet, "hub", "pending", "--data", str(data),
+                                             "--json", env=env)
+            assert [row["aid"] for row in json.loads(listed.stdout)] == [identity.aid]
+            approved = await asyncio.to_thread(anet, "hub", "approve", identity.aid, "--data",
+                                               str(data), env=env)
+            assert approved.returncode == 0, approved.stderr
+            await eventually(lambda: client.status.state is JoinState.REGISTERED)
+            official = await asyncio.to_thread(anet, "hub", "official", "add", identity.aid,
+                                               "--data", str(data), env=env)
+            assert official.stdout.split() == [identity.aid]
+            assert (await client.peer(identity.aid)).official is True
+            bad = await asyncio.to_thread(anet, "hub", "approve", "nope", "--data", str(data),
+                                          env=env)
+            assert bad.returncode == 1 and "'nope' is not an AID" in bad.stderr
+        finally:
+            await client.close()
+    assert all(f"event={event}" in hub.log for event in ("listening", "registered", "stopped"))
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 async def test_hub_serve_runs_on_the_loop_chosen(tmp_path, env, loop):
-    data, port = tmp_path / "hub", free_port()
-    process = await asyncio.create_subprocess_exec(
-        *ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data),
-        "--loop", loop, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    clients = []
-    try:
-        await _wait_healthy(f"http://127.0.0.1:{port}", process)
-        bob = Identity.create(tmp_path / "bob" / "identity")
-        for name, identity in (("alice", Identity.create(tmp_path / "alice" / "identity")),
-                               ("bob", bob)):
-            clients.append(HubClient(identity, url=f"ws://127.0.0.1:{port}",
-                                     pin_path=tmp_path / name / "pin.json"))
-            await clients[-1].start()
-        await eventually(lambda: all(client.status.state is JoinState.REGISTERED
-                                     for client in clients))
-        assert (await clients[0].peer(bob.aid)).history is not None
-    finally:
-        for client in clients:
-            await client.close()
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            _, stderr = await process.communicate()
-    assert process.returncode == 0
-    assert f"loop={loop}" in stderr.decode()
+    async with serving(tmp_path / "hub", env, "--loop", loop) as hub:
+        names = ("alice", "bob")
+        identities = [Identity.create(tmp_path / name / "identity") for name in names]
+        clients = [HubClient(identity, url=hub.url, pin_path=tmp_path / name / "pin.json")
+                   for name, identity in zip(names, identities, strict=True)]
+        try:
+            for client in clients:
+                await client.start()
+            await eventually(lambda: all(client.status.state is JoinState.REGISTERED
+                                         for client in clients))
+            assert (await clients[0].peer(identities[1].aid)).history is not None
+        finally:
+            for client in clients:
+                await client.close()
+    assert f"loop={loop}" in hub.log
 
 
 def test_hub_serve_without_uvloop_runs_on_asyncio_unless_uvloop_is_asked_for(monkeypatch):

@@ -4,8 +4,8 @@
 The hub is where uvloop pays: it relays frames and does little else per envelope, so the loop's
 own work (reading sockets, scheduling callbacks) is a large share of its CPU. On the project's
 2-core machine it relays about a quarter more envelopes per second on uvloop, for about 2 MiB
-more idle memory (docs/performance.md, "The hub on uvloop"). The nodes stay on asyncio's loop:
-there it saved a few per cent of CPU and nothing of a task's latency.
+more idle memory (docs/performance.md, "The eighth pass: the hub on uvloop"). The nodes stay on
+asyncio's loop: there it saved a few per cent of CPU and nothing of a task's latency.
 """
 
 from __future__ import annotations
