@@ -8,10 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -19,7 +15,7 @@ import pytest
 from anet_core.identity import Identity
 from anet_core.link import JoinState
 from anet_core.link.client import HubClient
-from tests.support.processes import ANET, free_port
+from tests.support.processes import ANET, HubProcess, free_port
 from tests.support.waiting import eventually
 
 COMMAND_TIMEOUT_S = 60
@@ -48,78 +44,68 @@ async def _wait_healthy(url: str, process: asyncio.subprocess.Process) -> None:
             await asyncio.sleep(0.1)
 
 
-@dataclass
-class ServedHub:
-    url: str
-    log: str = ""
-    """What the hub wrote to stderr, once it stopped."""
-
-
-@asynccontextmanager
-async def serving(data: Path, env: dict[str, str], *options: str) -> AsyncIterator[ServedHub]:
-    """``anet hub serve`` as a process while the block runs, then stopped with SIGTERM, which
-    it must answer by exiting 0."""
-    port = free_port()
+async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env):
+    data, port = tmp_path / "hub", free_port()
     process = await asyncio.create_subprocess_exec(
-        *ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data), *options,
+        *ANET, "hub", "serve", "--listen", f"127.0.0.1:{port}", "--data", str(data),
+        "--approval",
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    hub = ServedHub(f"ws://127.0.0.1:{port}")
+    client = None
     try:
         await _wait_healthy(f"http://127.0.0.1:{port}", process)
-        yield hub
+        identity = Identity.create(tmp_path / "alice" / "identity")
+        client = HubClient(identity, url=f"ws://127.0.0.1:{port}",
+                           pin_path=tmp_path / "alice" / "pin.json")
+        await client.start()
+        await eventually(lambda: client.status.state is JoinState.PENDING)
+
+        listed = await asyncio.to_thread(anet, "hub", "pending", "--data", str(data), "--json",
+                                         env=env)
+        assert [row["aid"] for row in json.loads(listed.stdout)] == [identity.aid]
+        approved = await asyncio.to_thread(anet, "hub", "approve", identity.aid, "--data",
+                                           str(data), env=env)
+        assert approved.returncode == 0, approved.stderr
+        await eventually(lambda: client.status.state is JoinState.REGISTERED)
+        official = await asyncio.to_thread(anet, "hub", "official", "add", identity.aid,
+                                           "--data", str(data), env=env)
+        assert official.stdout.split() == [identity.aid]
+        assert (await client.peer(identity.aid)).official is True
+        bad = await asyncio.to_thread(anet, "hub", "approve", "nope", "--data", str(data),
+                                      env=env)
+        assert bad.returncode == 1 and "'nope' is not an AID" in bad.stderr
     finally:
+        if client is not None:
+            await client.close()
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(30):
             _, stderr = await process.communicate()
     assert process.returncode == 0
-    hub.log = stderr.decode()
-
-
-async def test_hub_serve_process_with_approval_and_official_list(tmp_path, env):
-    data = tmp_path / "hub"
-    async with serving(data, env, "--approval") as hub:
-        identity = Identity.create(tmp_path / "alice" / "identity")
-        client = HubClient(identity, url=hub.url, pin_path=tmp_path / "alice" / "pin.json")
-        await client.start()
-        try:
-            await eventually(lambda: client.status.state is JoinState.PENDING)
-            listed = await asyncio.to_thread(anet, "hub", "pending", "--data", str(data),
-                                             "--json", env=env)
-            assert [row["aid"] for row in json.loads(listed.stdout)] == [identity.aid]
-            approved = await asyncio.to_thread(anet, "hub", "approve", identity.aid, "--data",
-                                               str(data), env=env)
-            assert approved.returncode == 0, approved.stderr
-            await eventually(lambda: client.status.state is JoinState.REGISTERED)
-            official = await asyncio.to_thread(anet, "hub", "official", "add", identity.aid,
-                                               "--data", str(data), env=env)
-            assert official.stdout.split() == [identity.aid]
-            assert (await client.peer(identity.aid)).official is True
-            bad = await asyncio.to_thread(anet, "hub", "approve", "nope", "--data", str(data),
-                                          env=env)
-            assert bad.returncode == 1 and "'nope' is not an AID" in bad.stderr
-        finally:
-            await client.close()
-    assert all(f"event={event}" in hub.log for event in ("listening", "registered", "stopped"))
+    log = stderr.decode()
+    assert "event=listening" in log and "event=registered" in log and "event=stopped" in log
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-async def test_hub_serve_runs_on_the_loop_chosen(tmp_path, env, loop):
-    async with serving(tmp_path / "hub", env, "--loop", loop) as hub:
-        names = ("alice", "bob")
-        identities = [Identity.create(tmp_path / name / "identity") for name in names]
-        clients = [HubClient(identity, url=hub.url, pin_path=tmp_path / name / "pin.json")
-                   for name, identity in zip(names, identities, strict=True)]
-        try:
-            for client in clients:
-                await client.start()
-            await eventually(lambda: all(client.status.state is JoinState.REGISTERED
-                                         for client in clients))
-            assert (await clients[0].peer(identities[1].aid)).history is not None
-        finally:
-            for client in clients:
-                await client.close()
-    assert f"loop={loop}" in hub.log
+async def test_hub_serve_runs_on_the_loop_chosen(tmp_path, loop):
+    hub = HubProcess(tmp_path / "hub" / "data", free_port(), options=("--loop", loop))
+    await asyncio.to_thread(hub.start)
+    process = hub.process
+    names = ("alice", "bob")
+    identities = [Identity.create(tmp_path / name / "identity") for name in names]
+    clients = [HubClient(identity, url=hub.url, pin_path=tmp_path / name / "pin.json")
+               for name, identity in zip(names, identities, strict=True)]
+    try:
+        for client in clients:
+            await client.start()
+        await eventually(lambda: all(client.status.state is JoinState.REGISTERED
+                                     for client in clients))
+        assert (await clients[0].peer(identities[1].aid)).history is not None
+    finally:
+        for client in clients:
+            await client.close()
+        await asyncio.to_thread(hub.stop)
+    assert process is not None and process.returncode == 0
+    assert f"loop={loop}" in (tmp_path / "hub" / "hub.log").read_text()
 
 
 def test_hub_serve_without_uvloop_runs_on_asyncio_unless_uvloop_is_asked_for(monkeypatch):
