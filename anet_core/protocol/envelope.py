@@ -95,9 +95,68 @@ class OpenedEnvelope:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class SealKey:
+    """What a seal needs that does not depend on the envelope: a fresh ephemeral X25519 key's
+    public half and the key it derives with one recipient's encryption key. One envelope uses
+    it; the ephemeral private half is gone once the key is derived."""
+
+    recipient_key: bytes
+    epk: bytes
+    key: bytes = field(repr=False)
+
+
+def seal_key(recipient_key: bytes) -> SealKey:
+    """A new :class:`SealKey` for ``recipient_key`` (32 raw bytes)."""
+    ephemeral = EncryptionKey.generate()
+    epk = ephemeral.public
+    try:
+        shared = ephemeral.exchange(recipient_key)
+    except ValueError:
+        raise ValueError("the recipient encryption key is not a usable X25519 key "
+                         "(a low-order point); refresh the recipient's key history") from None
+    return SealKey(recipient_key, epk, _derive_key(shared, epk, recipient_key))
+
+
+class SealKeys:
+    """Seal keys made ahead: for each recipient key a seal took one for, the next one, made by
+    :meth:`make_ahead` once the envelope left (the outbox calls it after its sends). The two
+    X25519 operations and the key derivation of a seal then run while the node waits for the
+    answer, not between a task's change and its envelope leaving. Keys live in memory only,
+    each for one envelope; at most :data:`MAX_RECIPIENTS` recipients keep one."""
+
+    MAX_RECIPIENTS = 64
+
+    def __init__(self) -> None:
+        self._ready: dict[bytes, SealKey] = {}
+        self._wanted: set[bytes] = set()
+
+    def take(self, recipient_key: bytes) -> SealKey:
+        """The key made ahead for ``recipient_key``, else a new one."""
+        self._wanted.add(recipient_key)
+        ready = self._ready.pop(recipient_key, None)
+        return ready if ready is not None else seal_key(recipient_key)
+
+    def make_ahead(self) -> None:
+        """Make the next key for every recipient key taken since the last call."""
+        wanted, self._wanted = self._wanted, set()
+        for recipient_key in wanted:
+            if recipient_key in self._ready:
+                continue
+            try:
+                made = seal_key(recipient_key)
+            except ValueError:
+                continue  # its seals fail and say why
+            if len(self._ready) >= self.MAX_RECIPIENTS:
+                del self._ready[next(iter(self._ready))]  # the longest unused
+            self._ready[recipient_key] = made
+
+
 def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes | str,
-         body: dict[str, Any], *, now: float | None = None) -> dict[str, Any]:
-    """Encrypt ``body`` to the recipient's encryption key, signed by the sender's current key."""
+         body: dict[str, Any], *, now: float | None = None,
+         keys: SealKeys | None = None) -> dict[str, Any]:
+    """Encrypt ``body`` to the recipient's encryption key, signed by the sender's current key;
+    ``keys``: take the seal's key from there (made ahead), else make it now."""
     check_aid(recipient_aid)
     if isinstance(recipient_encryption_key, str):
         recipient_key = decode_b64u(recipient_encryption_key, what="recipient encryption key",
@@ -122,19 +181,13 @@ def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes |
                          f"{MAX_CIPHERTEXT_BYTES - AEAD_TAG_BYTES}; send large content by "
                          "reference")
 
-    ephemeral = EncryptionKey.generate()
-    epk = ephemeral.public
-    try:
-        shared = ephemeral.exchange(recipient_key)
-    except ValueError:
-        raise ValueError("the recipient encryption key is not a usable X25519 key "
-                         "(a low-order point); refresh the recipient's key history") from None
+    key = seal_key(recipient_key) if keys is None else keys.take(recipient_key)
     nonce = os.urandom(NONCE_BYTES)
     ciphertext = aead_encrypt(
-        _derive_key(shared, epk, recipient_key), nonce, plaintext,
-        _associated_data(envelope_id, signer.aid, recipient_aid, epk, nonce))
+        key.key, nonce, plaintext,
+        _associated_data(envelope_id, signer.aid, recipient_aid, key.epk, nonce))
     return {"v": ENVELOPE_VERSION, "id": envelope_id, "from": signer.aid, "to": recipient_aid,
-            "epk": b64u(epk), "nonce": b64u(nonce), "ct": b64u(ciphertext)}
+            "epk": b64u(key.epk), "nonce": b64u(nonce), "ct": b64u(ciphertext)}
 
 
 @dataclass(frozen=True, slots=True)

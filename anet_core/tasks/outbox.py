@@ -20,7 +20,7 @@ from typing import Any
 from anet_core.identity import Identity
 from anet_core.link import UNKNOWN_AGENT_REASONS, HubError, HubLink, JoinState
 from anet_core.metrics import NodeMetrics
-from anet_core.protocol.envelope import seal
+from anet_core.protocol.envelope import SealKeys, seal
 from anet_core.store import OutboxEntry, Store
 from anet_core.tasks.common import Effects, Services
 from anet_core.util.backoff import Backoff
@@ -68,15 +68,15 @@ def _is_progress_body(body: dict[str, Any]) -> bool:
 
 
 def queue_message(store: Store, hub: HubLink, identity: Identity, peer_aid: str,
-                  body: dict[str, Any], *, task_id: str) -> None:
+                  body: dict[str, Any], *, task_id: str, keys: SealKeys) -> None:
     """Queue ``body`` for ``peer_aid`` in the open transaction, sealed already when it can be
     (:func:`_seal_ahead`)."""
     store.enqueue(peer_aid, body, task_id=task_id,
-                  envelope=_seal_ahead(hub, identity, peer_aid, body))
+                  envelope=_seal_ahead(hub, identity, peer_aid, body, keys))
 
 
-def _seal_ahead(hub: HubLink, identity: Identity, peer_aid: str,
-                body: dict[str, Any]) -> dict[str, Any] | None:
+def _seal_ahead(hub: HubLink, identity: Identity, peer_aid: str, body: dict[str, Any],
+                keys: SealKeys) -> dict[str, Any] | None:
     """The envelope of ``body`` sealed as it is queued, so that it reaches the disk with the
     task change in one commit and one fsync, and the sender loop only sends it; None leaves
     the sealing to the sender loop: while the hub is not joined (an envelope is sealed when it
@@ -88,7 +88,7 @@ def _seal_ahead(hub: HubLink, identity: Identity, peer_aid: str,
     if peer is None or not peer.encryption_key:
         return None
     try:
-        return seal(identity, peer_aid, peer.encryption_key, body)
+        return seal(identity, peer_aid, peer.encryption_key, body, keys=keys)
     except ValueError:
         return None  # the sender loop refuses it for good (see Outbox._send)
 
@@ -133,6 +133,8 @@ class Outbox:
                     await self.flush()
                 except Exception:
                     log.exception("event=outbox-failed then=retry")
+                # While the node waits for answers, not while a task waits for its envelope.
+                self._services.seal_keys.make_ahead()
             next_at = self._store.outbox_next_attempt()
             now = time.time()
             if self._held_until is not None and self._held_until > now:
@@ -202,7 +204,7 @@ class Outbox:
                     raise HubError("unknown-agent",
                                    f"{entry.peer_aid} has no verified encryption key")
                 envelope = seal(self._identity, entry.peer_aid, peer.encryption_key,
-                                entry.body)
+                                entry.body, keys=self._services.seal_keys)
                 with self._store.transaction(durable=False):
                     self._store.outbox_sealed(entry.seq, envelope)
             # On disk before it leaves: the entry (its task's change) and, once sealed, the

@@ -543,7 +543,8 @@ class Provider:
             effects.publish(task, [*events, status_event(task)])
             return
         queue_message(self._store, self._hub, self._identity, stored.peer_aid,
-                      wire_body(TaskUpdate(**update)), task_id=stored.id)
+                      wire_body(TaskUpdate(**update)), task_id=stored.id,
+                      keys=self._services.seal_keys)
         effects.send = True
 
 

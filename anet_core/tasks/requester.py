@@ -569,7 +569,8 @@ class Requester:
         return effects
 
     def _queue(self, peer_aid: str, body: dict[str, Any], *, task_id: str) -> None:
-        queue_message(self._store, self._hub, self._identity, peer_aid, body, task_id=task_id)
+        queue_message(self._store, self._hub, self._identity, peer_aid, body, task_id=task_id,
+                      keys=self._services.seal_keys)
 
     def _open_task_of(self, entry: OutboxEntry) -> StoredTask | None:
         """The open task an outbox entry of this side belongs to; None for an entry of the
