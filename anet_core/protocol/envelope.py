@@ -101,7 +101,6 @@ class SealKey:
     public half and the key it derives with one recipient's encryption key. One envelope uses
     it; the ephemeral private half is gone once the key is derived."""
 
-    recipient_key: bytes
     epk: bytes
     key: bytes = field(repr=False)
 
@@ -115,7 +114,7 @@ def seal_key(recipient_key: bytes) -> SealKey:
     except ValueError:
         raise ValueError("the recipient encryption key is not a usable X25519 key "
                          "(a low-order point); refresh the recipient's key history") from None
-    return SealKey(recipient_key, epk, _derive_key(shared, epk, recipient_key))
+    return SealKey(epk, _derive_key(shared, epk, recipient_key))
 
 
 class SealKeys:
