@@ -128,17 +128,18 @@ class SealKeys:
 
     def __init__(self) -> None:
         self._ready: dict[bytes, SealKey] = {}
-        self._wanted: set[bytes] = set()
+        self._wanted: dict[bytes, None] = {}  # in the order taken
 
     def take(self, recipient_key: bytes) -> SealKey:
         """The key made ahead for ``recipient_key``, else a new one."""
-        self._wanted.add(recipient_key)
+        self._wanted.pop(recipient_key, None)
+        self._wanted[recipient_key] = None
         ready = self._ready.pop(recipient_key, None)
         return ready if ready is not None else seal_key(recipient_key)
 
     def make_ahead(self) -> None:
         """Make the next key for every recipient key taken since the last call."""
-        wanted, self._wanted = self._wanted, set()
+        wanted, self._wanted = self._wanted, {}
         for recipient_key in wanted:
             if recipient_key in self._ready:
                 continue

@@ -19,11 +19,13 @@ from hypothesis import strategies as st
 from anet_core.identity import Identity, Signer
 from anet_core.identity.keys import SigningKey
 from anet_core.identity.signatures import ENVELOPE_CONTEXT
+from anet_core.protocol import envelope as envelope_module
 from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
     MAX_CIPHERTEXT_BYTES,
     MAX_FUTURE_SKEW_S,
     EnvelopeError,
+    SealKeys,
     open_envelope,
     peek_header,
     seal,
@@ -354,3 +356,61 @@ def test_seal_refuses_bad_arguments(alice: Identity, bob: Identity) -> None:
 def test_seal_accepts_raw_key_bytes(alice: Identity, bob: Identity) -> None:
     envelope = seal(alice, bob.aid, unb64u(bob.encryption_public_key), BODY)
     assert open_envelope(envelope, bob, alice.verified_history).body == BODY
+
+
+# -- seal keys made ahead ------------------------------------------------------------------------
+
+@pytest.fixture
+def made(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The recipient key of every seal key made, in order."""
+    keys: list[bytes] = []
+    real = envelope_module.seal_key
+
+    def recorded(recipient_key: bytes) -> envelope_module.SealKey:
+        made_key = real(recipient_key)
+        keys.append(recipient_key)
+        return made_key
+
+    monkeypatch.setattr(envelope_module, "seal_key", recorded)
+    return keys
+
+
+def test_a_seal_takes_the_key_made_ahead_once(alice: Identity, bob: Identity,
+                                              made: list[bytes]) -> None:
+    keys = SealKeys()
+    to_bob = unb64u(bob.encryption_public_key)
+    keys.make_ahead()
+    assert made == []  # nothing is made for a recipient no seal took a key for
+    first = seal(alice, bob.aid, to_bob, BODY, keys=keys)
+    keys.make_ahead()
+    assert made == [to_bob, to_bob]
+    second = seal(alice, bob.aid, to_bob, BODY, keys=keys)
+    assert len(made) == 2  # the key made ahead
+    third = seal(alice, bob.aid, to_bob, BODY, keys=keys)
+    assert len(made) == 3  # that one was used up: made now
+    assert len({envelope["epk"] for envelope in (first, second, third)}) == 3
+    for envelope in (first, second, third):
+        assert open_envelope(envelope, bob, alice.verified_history).body == BODY
+
+
+def test_seal_keys_are_kept_for_the_latest_recipients_only(made: list[bytes]) -> None:
+    keys = SealKeys()
+    recipients = [os.urandom(32) for _ in range(SealKeys.MAX_RECIPIENTS + 1)]
+    for recipient in recipients:
+        keys.take(recipient)
+    keys.make_ahead()
+    count = len(made)
+    keys.take(recipients[-1])
+    assert len(made) == count
+    keys.take(recipients[0])
+    assert len(made) == count + 1
+
+
+def test_no_seal_key_for_a_low_order_point(alice: Identity, bob: Identity,
+                                           made: list[bytes]) -> None:
+    keys = SealKeys()
+    with pytest.raises(ValueError, match="low-order"):
+        seal(alice, bob.aid, bytes(32), BODY, keys=keys)
+    keys.make_ahead()  # skips it: that recipient's seals keep failing with their reason
+    with pytest.raises(ValueError, match="low-order"):
+        seal(alice, bob.aid, bytes(32), BODY, keys=keys)

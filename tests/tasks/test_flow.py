@@ -12,10 +12,12 @@ import pytest
 from anet_core import hookimpl
 from anet_core.errors import AnetError
 from anet_core.evidence import verify
+from anet_core.protocol import envelope as envelope_module
 from anet_core.protocol.tasks import ArtifactChunk
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.store import StoredTask, TaskRole
 from anet_core.tasks import Responder, TaskError
+from anet_core.util.canonical import unb64u
 from anet_core.wire import TaskState
 from tests.support.fakes import FakeHub
 from tests.support.messages import user_message
@@ -56,6 +58,34 @@ async def test_send_inbox_reply_receipt(tmp_path: Path, hub: FakeHub) -> None:
         report = verify(tmp_path / node_dir / "evidence" / "chain.jsonl",
                         node.identity.verified_history)
         assert report.ok and report.records >= 1
+
+
+async def test_the_next_envelope_to_a_peer_is_sealed_with_a_key_made_ahead(
+        tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[bytes, bytes]] = []  # (recipient key, epk) of each seal key made
+    real = envelope_module.seal_key
+
+    def recorded(recipient_key: bytes) -> envelope_module.SealKey:
+        key = real(recipient_key)
+        made.append((recipient_key, key.epk))
+        return key
+
+    monkeypatch.setattr(envelope_module, "seal_key", recorded)
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        to_b = unb64u(b.identity.encryption_public_key)
+        for_b = lambda: [epk for key, epk in made if key == to_b]  # noqa: E731
+        sent_to_b = lambda: [e for e in hub.seen if e["to"] == b.aid]  # noqa: E731
+        await a.tasks.send(b.aid, user_message("one"))
+        # Once the envelope left, a key is ready for the next one: one more made than used.
+        await eventually(lambda: sent_to_b() and len(for_b()) > len(sent_to_b()))
+        ahead = set(for_b()) - {unb64u(envelope["epk"]) for envelope in sent_to_b()}
+        before = len(sent_to_b())
+        second = await a.tasks.send(b.aid, user_message("two"))
+        await eventually(lambda: len(sent_to_b()) > before)
+        assert unb64u(sent_to_b()[before]["epk"]) in ahead
+        inbox = await eventually(lambda: b.tasks.inbox() if len(b.tasks.inbox()) == 2 else None)
+        assert second["id"] in {task["id"] for task in inbox}
 
 
 async def test_stranger_rejected_and_new_node_closed_to_strangers(tmp_path: Path,
