@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from typing import Any
 
 from anet_core.wire import TaskState
@@ -22,7 +21,10 @@ class TaskSubscription:
     ...}``, ``{"artifactUpdate": ...}``) that ends after a terminal state.
 
     ``snapshot`` is the task as it was when the subscription began (also the first event).
-    Leaving the ``async for`` early, or calling :meth:`close`, detaches without touching the task.
+    :meth:`close` detaches without touching the task; call it when leaving the ``async for``
+    early. The subscription is its own iterator, not an async generator: one left suspended
+    would be closed by the event loop later, in a task of its own that a wake-up of the loop
+    starts (``sys.set_asyncgen_hooks``), after every blocking send.
     """
 
     def __init__(self, broker: TaskEvents, task_id: str, snapshot: dict[str, Any]) -> None:
@@ -34,18 +36,16 @@ class TaskSubscription:
         if TaskState(snapshot["status"]["state"]).is_terminal:
             self._queue.put_nowait(_END)
 
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        return self._events()
+    def __aiter__(self) -> TaskSubscription:
+        return self
 
-    async def _events(self) -> AsyncIterator[dict[str, Any]]:
-        try:
-            while True:
-                event = await self._queue.get()
-                if event is _END:
-                    return
-                yield event  # type: ignore[misc]
-        finally:
+    async def __anext__(self) -> dict[str, Any]:
+        event = await self._queue.get()
+        if event is _END:
+            self._queue.put_nowait(_END)  # a later call ends too
             self.close()
+            raise StopAsyncIteration
+        return event  # type: ignore[return-value]
 
     def close(self) -> None:
         self._broker.detach(self)

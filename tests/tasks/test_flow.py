@@ -404,6 +404,24 @@ async def test_subscribe_fan_out(tmp_path: Path, hub: FakeHub) -> None:
         assert state(a, task["id"]) == COMPLETED
 
 
+async def test_a_subscription_is_its_own_iterator_and_stays_ended(tmp_path: Path,
+                                                                  hub: FakeHub) -> None:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("watch me"))
+        subscription = a.tasks.subscribe(b.aid, task["id"])
+        # Not an async generator: one left suspended after a blocking send would be closed
+        # by the event loop later, in a task of its own.
+        assert aiter(subscription) is subscription
+        await eventually(lambda: b.tasks.inbox())
+        await b.tasks.reply(task["id"], "done")
+        async with asyncio.timeout(5):
+            events = [event async for event in subscription]
+        assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
+        with pytest.raises(StopAsyncIteration):
+            await anext(subscription)  # at once, not waiting for an event that never comes
+
+
 async def test_list_filters_and_pages(tmp_path: Path, hub: FakeHub) -> None:
     async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         ids = [(await a.tasks.send(b.aid, user_message(f"t{i}", f"m{i}", contextId="ctx")))["id"]
