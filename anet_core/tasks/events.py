@@ -21,10 +21,10 @@ class TaskSubscription:
     ...}``, ``{"artifactUpdate": ...}``) that ends after a terminal state.
 
     ``snapshot`` is the task as it was when the subscription began (also the first event).
-    :meth:`close` detaches without touching the task; call it when leaving the ``async for``
-    early. The subscription is its own iterator, not an async generator: one left suspended
-    would be closed by the event loop later, in a task of its own that a wake-up of the loop
-    starts (``sys.set_asyncgen_hooks``), after every blocking send.
+    :meth:`close` detaches without touching the task; call it when you stop reading before the
+    end. The subscription is its own iterator rather than an async generator: a blocking send
+    stops reading at the task's end, and an async generator left suspended there is closed
+    later by the event loop, in a task of its own (``sys.set_asyncgen_hooks``).
     """
 
     def __init__(self, broker: TaskEvents, task_id: str, snapshot: dict[str, Any]) -> None:
