@@ -205,8 +205,12 @@ class EvidenceChain:
                     if lines and headless:
                         self._write_lines(fd, lines, last, head=True, sync=True, through=None)
                         lines, headless = bytearray(), False
-                    record, line = self._make_record(kind, data, last,
-                                                     None if times is None else times[index])
+                    try:
+                        record, line = self._make_record(kind, data, last,
+                                                         None if times is None else times[index])
+                    except (TypeError, ValueError) as error:  # a value JSON has no form for
+                        outcomes[index] = ValueError(f"evidence data is not JSON: {error}")
+                        continue
                     if len(line) > MAX_RECORD_BYTES:
                         outcomes[index] = ValueError(
                             f"evidence record of {len(line)} bytes exceeds {MAX_RECORD_BYTES}; "

@@ -117,7 +117,24 @@ def test_data_must_be_an_object_of_bounded_size(path: Path, owner: Identity) -> 
         chain.append("task.accepted", ["list"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="exceeds"):
         chain.append("task.accepted", {"blob": "x" * 300_000})
+    with pytest.raises(ValueError, match="not JSON"):
+        chain.append("task.accepted", {"at": object()})
+    with pytest.raises(ValueError, match="not JSON"):
+        chain.append("task.accepted", {"ratio": float("nan")})
     assert not path.exists() or path.read_bytes() == b""
+
+
+async def test_a_record_that_is_no_json_fails_alone(path: Path, owner: Identity) -> None:
+    """The others of its append are appended all the same, and every caller hears back (the
+    writer's append once failed whole, and the futures of the whole batch never ended)."""
+    chain = EvidenceChain(path, owner)
+    async with asyncio.timeout(10):
+        good, bad = await chain.record_all([("task.accepted", {"n": 1}),
+                                            ("task.accepted", {"at": object()})])
+        await chain.close()
+    assert isinstance(good, dict) and good["seq"] == 0
+    assert isinstance(bad, ValueError) and "not JSON" in str(bad)
+    assert verify(path, owner.verified_history).records == 1
 
 
 def test_concurrent_appends_from_threads(path: Path, owner: Identity) -> None:
