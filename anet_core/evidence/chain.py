@@ -208,8 +208,8 @@ class EvidenceChain:
                     try:
                         record, line = self._make_record(kind, data, last,
                                                          None if times is None else times[index])
-                    except (TypeError, ValueError) as error:  # a value JSON has no form for
-                        outcomes[index] = ValueError(f"evidence data is not JSON: {error}")
+                    except ValueError as error:  # data that is no JSON: this record only
+                        outcomes[index] = error
                         continue
                     if len(line) > MAX_RECORD_BYTES:
                         outcomes[index] = ValueError(
@@ -520,12 +520,16 @@ class EvidenceChain:
 
     def _make_record(self, kind: str, data: dict[str, Any], last: EvidenceHead | None,
                      ts: int | None = None) -> tuple[dict[str, Any], bytes]:
-        """The record, and its line as the chain holds it (canonical JSON)."""
+        """The record, and its line as the chain holds it (canonical JSON); ``ValueError`` for
+        data with a value JSON has no form for (an object, NaN)."""
         seq = 0 if last is None else last.seq + 1
         prev = None if last is None else last.hash
         ts = int(time.time() * 1000) if ts is None else ts
         signer = self._identity.signer()
-        data_json = canonical_json(data)
+        try:
+            data_json = canonical_json(data)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"evidence data is not JSON: {error}") from None
         fields = {"seq": seq, "ts": ts, "kind": kind, "prev": prev}
         fields |= {"hash": _chained_hash(data_json, fields), "signer": signer.aid,
                    "keySeq": signer.key_seq}
