@@ -75,7 +75,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "anet_core.node": ("NODE_KEY", "Listener", "Node", "NodeKey"),
     "anet_core.plugins": ("Plugins",),
     "anet_core.protocol.tasks": ("METADATA_PREFIX", "TaskMetadata"),
-    "anet_core.settings": ("DataPaths",),
+    "anet_core.settings": ("EVENT_LOOPS", "DataPaths"),
     "anet_core.store": ("immediate_transaction", "page_newest_first"),
     "anet_core.tasks": (
         "InboundPolicy", "LocalOrigin", "LocalTasks", "Reason", "TaskError", "TaskLayer",
@@ -87,6 +87,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "b64u", "canonical_json", "decode_cursor", "encode_cursor", "unb64u",
     ),
     "anet_core.util.durations": ("GoDuration", "format_duration", "parse_duration"),
+    "anet_core.event_loop": ("event_loop_name", "run_event_loop"),
     "anet_core.util.fsutil": ("private_dir", "write_atomic", "write_private"),
     "anet_core.util.memory": ("release_startup_memory",),
     "anet_core.util.meters": ("Meters",),
@@ -117,6 +118,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AID_REGEX",
+    "EVENT_LOOPS",
     "METADATA_PREFIX",
     "NODE_KEY",
     "PROC",
@@ -204,6 +206,7 @@ __all__ = [
     "decode_cursor",
     "directory_listing",
     "encode_cursor",
+    "event_loop_name",
     "format_duration",
     "holders",
     "hookimpl",
@@ -219,6 +222,7 @@ __all__ = [
     "private_dir",
     "read_raw",
     "release_startup_memory",
+    "run_event_loop",
     "running_pid",
     "search_remote",
     "unb64u",

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 from aiohttp import web
 
 from anet_core.config import Config, load_config
+from anet_core.event_loop import event_loop_name
 from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity
 from anet_core.link import HubLink
@@ -173,7 +174,8 @@ class Node:
                 await stack.enter_async_context(lifespan.open())
             self.tasks.receive()  # tasks arrive only once the modules that claim them run
             await self.hub.refresh_card()  # with the skills the started modules offer
-            log.info("event=node-ready aid=%s", self.aid)
+            log.info("event=node-ready aid=%s loop=%s", self.aid,
+                     event_loop_name(asyncio.get_running_loop()))
             release_startup_memory()
             await self.stopping.wait()
             log.info("event=node-stopping aid=%s", self.aid)

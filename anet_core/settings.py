@@ -11,6 +11,8 @@ from anet_core.errors import AnetError
 
 ENV_PREFIX = "ANET_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+"""``auto``: uvloop when it can be imported, else asyncio (``anet_core.event_loop``)."""
 _TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
 _FALSE = frozenset({"0", "false", "f", "no", "n", "off", ""})
 
@@ -51,6 +53,8 @@ class Settings:
     trace_hooks: bool = field(
         default_factory=lambda: _flag("trace_hooks", _from_env("trace_hooks", "0")))
     """Log every hook call (for module authors)."""
+    loop: str = field(default_factory=lambda: _from_env("loop", "auto"))
+    """The daemon's event loop: auto (uvloop when installed), uvloop or asyncio."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser().absolute())
@@ -60,6 +64,12 @@ class Settings:
                             f"{ENV_PREFIX}LOG_LEVEL={self.log_level!r} is not a log level",
                             hint=f"use {', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}")
         object.__setattr__(self, "log_level", level)
+        loop = self.loop.strip().lower()
+        if loop not in EVENT_LOOPS:
+            raise AnetError("settings-invalid",
+                            f"{ENV_PREFIX}LOOP={self.loop!r} is not an event loop",
+                            hint=f"use {', '.join(EVENT_LOOPS[:-1])} or {EVENT_LOOPS[-1]}")
+        object.__setattr__(self, "loop", loop)
 
     @property
     def disabled(self) -> frozenset[str]:

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import aiohttp
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from anet_core.identity import Identity
 from anet_core.link import JoinState
 from anet_core.link.client import HubClient
-from tests.support.processes import ANET, HubProcess, free_port
+from tests.support.processes import ANET, REPO, HubProcess, free_port, without_uvloop
 from tests.support.waiting import eventually
 
 COMMAND_TIMEOUT_S = 60
@@ -108,15 +107,14 @@ async def test_hub_serve_runs_on_the_loop_chosen(tmp_path, loop):
     assert f"loop={loop}" in (tmp_path / "hub" / "hub.log").read_text()
 
 
-def test_hub_serve_without_uvloop_runs_on_asyncio_unless_uvloop_is_asked_for(monkeypatch):
-    from anet_core.api import AnetError
-    from anet_hub.event_loop import loop_factory
-
-    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if the fast extra were not installed
-    assert loop_factory("auto") is None and loop_factory("asyncio") is None
-    with pytest.raises(AnetError) as refused:
-        loop_factory("uvloop")
-    assert refused.value.reason == "hub-no-uvloop" and "anet-hub[fast]" in refused.value.hint
+def test_hub_serve_refuses_loop_uvloop_without_uvloop(tmp_path):
+    refused = subprocess.run(
+        [*ANET, "hub", "serve", "--listen", f"127.0.0.1:{free_port()}", "--data",
+         str(tmp_path / "hub"), "--loop", "uvloop"],
+        env=without_uvloop(tmp_path), capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert refused.returncode != 0
+    assert "--loop uvloop: uvloop is not installed" in refused.stderr
+    assert "anet-hub[fast]" in refused.stderr
 
 
 def test_hub_serve_refuses_a_bad_listen_address(tmp_path, env):

@@ -57,6 +57,15 @@ async def anet_async(root: Path, *args: str, check: bool = True,
     return result
 
 
+def without_uvloop(tmp_path: Path) -> dict[str, str]:
+    """An environment in which ``import uvloop`` fails, as without the fast extra."""
+    shim = tmp_path / "no-uvloop" / "uvloop"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ImportError('uvloop is hidden by the test')\n")
+    path = os.pathsep.join(filter(None, [str(shim.parent), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def raw_request(address: str, request: bytes) -> bytes:
     """Send ``request`` as bytes to ``host:port`` (what no HTTP client library would send);
     return the first bytes of the answer."""

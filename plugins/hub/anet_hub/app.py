@@ -38,6 +38,7 @@ from anet_core.api import (
     SERVER_LOG,
     AnetError,
     Identity,
+    event_loop_name,
     private_dir,
     release_startup_memory,
 )
@@ -369,7 +370,7 @@ async def serve(config: HubConfig, host: str, port: int) -> None:
                  ",".join(f"{address[0]}:{address[1]}" for address in runner.addresses),
                  state.identity.aid, config.approval, config.max_envelope_bytes,
                  config.rate_per_second, config.burst, config.queue_ttl_s,
-                 type(loop).__module__.partition(".")[0])
+                 event_loop_name(loop))
         release_startup_memory()
         await stop.wait()
         log.info("event=stopping")

@@ -19,8 +19,8 @@ MIB = 1024 * 1024
 
 
 def _configure_hub(parser: argparse.ArgumentParser) -> None:
+    from anet_core.api import EVENT_LOOPS
     from anet_hub import app as server
-    from anet_hub.event_loop import LOOPS
     from anet_hub.federation import DEFAULT_BURST as DEFAULT_FEDERATION_BURST
     from anet_hub.federation import DEFAULT_RATE_PER_SECOND as DEFAULT_FEDERATION_RATE
 
@@ -56,7 +56,7 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--nats", metavar="URL[,URL]",
                        help="route envelopes between the instances of this hub over NATS "
                             "(nats://HOST:4222); needs --postgres")
-    serve.add_argument("--loop", choices=LOOPS, default="auto",
+    serve.add_argument("--loop", choices=EVENT_LOOPS, default="auto",
                        help="the event loop: uvloop (pip install 'anet-hub[fast]'), asyncio, or "
                             "auto, uvloop when installed (default %(default)s)")
     serve.add_argument("--federate", action="append", default=[], metavar="AID@URL",
@@ -173,9 +173,12 @@ def _ledger_command(args: argparse.Namespace, ctx: CliContext, data: Path) -> in
 
 
 def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
-    from anet_core.api import configure_logging, parse_duration  # pydantic: when the hub runs
+    from anet_core.api import (  # pydantic: when the hub runs
+        configure_logging,
+        parse_duration,
+        run_event_loop,
+    )
     from anet_hub import app as server
-    from anet_hub import event_loop
     from anet_hub.deployment import Deployment
     from anet_hub.federation import FederationLimits, PeerHub
     from anet_hub.storage import StorageError
@@ -201,7 +204,9 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
     data.mkdir(parents=True, exist_ok=True)
     deployment.write(data)
     try:
-        event_loop.run(lambda: server.serve(config, host, port), args.loop)
+        run_event_loop(lambda: server.serve(config, host, port), args.loop, refusal=AnetError(
+            "hub-no-uvloop", "--loop uvloop: uvloop is not installed",
+            hint="pip install 'anet-hub[fast]', or run with --loop asyncio (or auto)"))
     except StorageError as error:
         raise AnetError(error.reason, error.message,
                         hint="start the storage first; `anet hub doctor --data DIR` says what "
