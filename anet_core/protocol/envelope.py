@@ -8,7 +8,10 @@ Outer envelope (what a hub sees)::
 Binary fields are unpadded base64url. The key is ``HKDF-SHA256(X25519(ephemeral, recipient key),
 salt = epk || recipient key, info = "anet-envelope-v1")``; the cipher is ChaCha20-Poly1305 with the
 canonical JSON of the outer header (every field but ``ct``) as associated data, so no header field
-can change without the open failing. The plaintext is the canonical JSON of the inner payload::
+can change without the open failing. One ephemeral key serves a batch of envelopes to one
+recipient (:class:`SealKeys`), each with its own random nonce; the recipient keeps the key it
+derived for an ``epk`` (:class:`OpenKeys`). The plaintext is the canonical JSON of the inner
+payload::
 
     {"from", "to", "id", "ts" (unix ms), "keySeq", "body", "signature"}
 
@@ -95,14 +98,19 @@ class OpenedEnvelope:
     body: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SealKey:
-    """What a seal needs that does not depend on the envelope: a fresh ephemeral X25519 key's
-    public half and the key it derives with one recipient's encryption key. One envelope uses
-    it; the ephemeral private half is gone once the key is derived."""
+    """An ephemeral X25519 key's public half and the key it derives with one recipient's
+    encryption key: what a seal needs that does not depend on the envelope. The ephemeral
+    private half is gone once the key is derived. It serves up to
+    :data:`SealKeys.MAX_USES` envelopes to that recipient key within :data:`SealKeys.MAX_AGE_S`
+    (see :class:`SealKeys`)."""
 
     epk: bytes
     key: bytes = field(repr=False)
+    made_at: float
+    """``time.monotonic()`` when it was made."""
+    uses: int = 0
 
 
 def seal_key(recipient_key: bytes) -> SealKey:
@@ -114,49 +122,70 @@ def seal_key(recipient_key: bytes) -> SealKey:
     except ValueError:
         raise ValueError("the recipient encryption key is not a usable X25519 key "
                          "(a low-order point); refresh the recipient's key history") from None
-    return SealKey(epk, _derive_key(shared, epk, recipient_key))
+    return SealKey(epk, _derive_key(shared, epk, recipient_key), time.monotonic())
 
 
 class SealKeys:
-    """Seal keys made ahead: for each recipient key a seal took one for, the next one, made by
-    :meth:`make_ahead` once the envelope left (the outbox calls it after its sends). The two
-    X25519 operations and the key derivation of a seal then run while the node waits for the
-    answer, not between a task's change and its envelope leaving. Keys live in memory only,
-    each for one envelope; at most :data:`MAX_RECIPIENTS` recipients keep one."""
+    """The seal keys in use, one per recipient encryption key: an ephemeral key serves up to
+    :data:`MAX_USES` envelopes to one recipient key within :data:`MAX_AGE_S`, each with a fresh
+    random nonce, then a new one is made (docs/protocol.md, "Cryptography"). Its X25519
+    operations and key derivation, two thirds of a seal's work, are then paid once per batch of
+    envelopes instead of once per envelope, and the recipient, which keeps the key it derived
+    for an ``epk`` (:class:`OpenKeys`), once per batch too. Keys live in memory only; at most
+    :data:`MAX_RECIPIENTS` recipients keep one, the longest unused is dropped first."""
 
     MAX_RECIPIENTS = 64
+    MAX_USES = 256
+    """Envelopes per ephemeral key: with random 96-bit nonces, the chance that two of them
+    share a nonce is below 2**-80."""
+    MAX_AGE_S = 60.0
 
     def __init__(self) -> None:
-        self._ready: dict[bytes, SealKey] = {}
-        self._wanted: dict[bytes, None] = {}  # in the order taken
+        self._keys: dict[bytes, SealKey] = {}  # the most recently used last
 
     def take(self, recipient_key: bytes) -> SealKey:
-        """The key made ahead for ``recipient_key``, else a new one."""
-        self._wanted.pop(recipient_key, None)
-        self._wanted[recipient_key] = None
-        ready = self._ready.pop(recipient_key, None)
-        return ready if ready is not None else seal_key(recipient_key)
+        """The key for the next envelope to ``recipient_key``: the one in use while it may
+        serve, else a new one."""
+        key = self._keys.pop(recipient_key, None)
+        if key is None or key.uses >= self.MAX_USES or \
+                time.monotonic() - key.made_at >= self.MAX_AGE_S:
+            key = seal_key(recipient_key)
+        key.uses += 1
+        self._keys[recipient_key] = key
+        if len(self._keys) > self.MAX_RECIPIENTS:
+            del self._keys[next(iter(self._keys))]
+        return key
 
-    def make_ahead(self) -> None:
-        """Make the next key for every recipient key taken since the last call."""
-        wanted, self._wanted = self._wanted, {}
-        for recipient_key in wanted:
-            if recipient_key in self._ready:
-                continue
-            try:
-                made = seal_key(recipient_key)
-            except ValueError:
-                continue  # its seals fail and say why
-            if len(self._ready) >= self.MAX_RECIPIENTS:
-                del self._ready[next(iter(self._ready))]  # the longest unused
-            self._ready[recipient_key] = made
+
+class OpenKeys:
+    """The keys this node derived for the ``epk`` of envelopes it opened, by ``epk`` and its own
+    encryption key, so that the next envelope sealed with the same ephemeral key (see
+    :class:`SealKeys`) opens without an X25519 operation. At most :data:`MAX_KEYS` are kept,
+    the longest unused is dropped first; a key is kept only once an envelope decrypted with it,
+    so an ``epk`` nobody sealed with takes no room."""
+
+    MAX_KEYS = 256
+
+    def __init__(self) -> None:
+        self._keys: dict[tuple[bytes, bytes], bytes] = {}  # the most recently used last
+
+    def get(self, epk: bytes, own_key: bytes) -> bytes | None:
+        key = self._keys.pop((epk, own_key), None)
+        if key is not None:
+            self._keys[(epk, own_key)] = key
+        return key
+
+    def keep(self, epk: bytes, own_key: bytes, key: bytes) -> None:
+        self._keys[(epk, own_key)] = key
+        if len(self._keys) > self.MAX_KEYS:
+            del self._keys[next(iter(self._keys))]
 
 
 def seal(sender: Identity, recipient_aid: str, recipient_encryption_key: bytes | str,
          body: dict[str, Any], *, now: float | None = None,
          keys: SealKeys | None = None) -> dict[str, Any]:
     """Encrypt ``body`` to the recipient's encryption key, signed by the sender's current key;
-    ``keys``: take the seal's key from there (made ahead), else make it now."""
+    ``keys``: take the seal's key from there (see :class:`SealKeys`), else make a new one."""
     check_aid(recipient_aid)
     if isinstance(recipient_encryption_key, str):
         recipient_key = decode_b64u(recipient_encryption_key, what="recipient encryption key",
@@ -253,18 +282,20 @@ def peek_header(envelope: object) -> EnvelopeHeader:
 
 
 def open_envelope(envelope: object, recipient: Identity, sender_history: VerifiedHistory, *,
-                  now: float | None = None, max_age_s: float = DEFAULT_MAX_AGE_S) -> OpenedEnvelope:
-    """Decrypt and verify an envelope to ``recipient`` from the owner of ``sender_history``.
+                  now: float | None = None, max_age_s: float = DEFAULT_MAX_AGE_S,
+                  keys: OpenKeys | None = None) -> OpenedEnvelope:
+    """Decrypt and verify an envelope to ``recipient`` from the owner of ``sender_history``;
+    ``keys``: the keys derived for earlier envelopes (:class:`OpenKeys`), kept there too.
 
     Does not detect replays: check ``OpenedEnvelope.id`` against the ids already seen.
     """
     return open_peeked(peek_header(envelope), recipient, sender_history, now=now,
-                       max_age_s=max_age_s)
+                       max_age_s=max_age_s, keys=keys)
 
 
 def open_peeked(header: EnvelopeHeader, recipient: Identity, sender_history: VerifiedHistory,
-                *, now: float | None = None,
-                max_age_s: float = DEFAULT_MAX_AGE_S) -> OpenedEnvelope:
+                *, now: float | None = None, max_age_s: float = DEFAULT_MAX_AGE_S,
+                keys: OpenKeys | None = None) -> OpenedEnvelope:
     """:func:`open_envelope` of the envelope whose :func:`peek_header` is ``header``."""
     if header.recipient != recipient.aid:
         raise EnvelopeError("misaddressed", f"the envelope is addressed to {header.recipient}, "
@@ -272,7 +303,7 @@ def open_peeked(header: EnvelopeHeader, recipient: Identity, sender_history: Ver
     if header.sender != sender_history.aid:
         raise EnvelopeError("unknown-key", f"the envelope is from {header.sender}, but the key "
                                            f"history given is that of {sender_history.aid}")
-    inner = _parse_inner(_decrypt(header, recipient))
+    inner = _parse_inner(_decrypt(header, recipient, keys))
     for name, outer in (("from", header.sender), ("to", header.recipient), ("id", header.id)):
         if inner[name] != outer:
             raise EnvelopeError("tampered", f"the signed payload's {name!r} differs from the "
@@ -313,19 +344,25 @@ def _derive_key(shared: bytes, epk: bytes, recipient_key: bytes) -> bytes:
     return hkdf_sha256(shared, salt=epk + recipient_key, info=HKDF_INFO)
 
 
-def _decrypt(header: EnvelopeHeader, recipient: Identity) -> bytes:
-    """Try the current and the retained previous encryption keys (the header does not say which)."""
+def _decrypt(header: EnvelopeHeader, recipient: Identity, keys: OpenKeys | None) -> bytes:
+    """Try the current and the retained previous encryption keys (the header does not say which),
+    each with the key derived for this ``epk`` before when ``keys`` holds it."""
     associated_data = header.associated_data()
     for private_key in recipient.encryption_private_keys():
+        key = None if keys is None else keys.get(header.epk, private_key.public)
+        if key is None:
+            try:
+                shared = private_key.exchange(header.epk)
+            except ValueError:  # low-order epk: no key, so nothing can be authentic
+                break
+            key = _derive_key(shared, header.epk, private_key.public)
         try:
-            shared = private_key.exchange(header.epk)
-        except ValueError:  # low-order epk: no key, so nothing can be authentic
-            break
-        try:
-            return aead_decrypt(_derive_key(shared, header.epk, private_key.public), header.nonce,
-                                header.ciphertext, associated_data)
+            plaintext = aead_decrypt(key, header.nonce, header.ciphertext, associated_data)
         except DecryptionError:
             continue
+        if keys is not None:
+            keys.keep(header.epk, private_key.public, key)
+        return plaintext
     raise EnvelopeError("tampered", "the envelope does not decrypt with this node's keys: it was "
                                     "changed in transit or sealed to a key this node does not hold")
 

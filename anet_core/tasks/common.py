@@ -10,7 +10,7 @@ from typing import Any
 
 from anet_core.errors import AnetError
 from anet_core.evidence import EvidenceChain, KeptRecords
-from anet_core.protocol.envelope import SealKeys
+from anet_core.protocol.envelope import OpenKeys, SealKeys
 from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
@@ -144,7 +144,9 @@ class Services:
     wake_outbox: Callable[[], None]
     start_background: Callable[[Callable[[], Awaitable[None]]], None]
     seal_keys: SealKeys = field(default_factory=SealKeys)
-    """The keys of the next seals, made once the outbox's sends went out (``Outbox.run``)."""
+    """The ephemeral keys the node's seals use, one per recipient key at a time."""
+    open_keys: OpenKeys = field(default_factory=OpenKeys)
+    """The keys derived for the ``epk`` of envelopes opened, kept for the next ones."""
 
     def keep(self, effects: Effects) -> None:
         """Keep the records of ``effects`` in the evidence journal inside the transaction that

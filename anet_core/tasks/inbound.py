@@ -96,7 +96,8 @@ class InboundEnvelopes:
                          "the hub gave no verified key history for the sender")
             return
         try:
-            opened = open_peeked(header, self._identity, history)
+            opened = open_peeked(header, self._identity, history,
+                                 keys=self._services.open_keys)
         except EnvelopeError as error:
             if error.reason not in KEY_ERRORS:
                 self._refuse(header.id, header.sender, error.reason, str(error))
@@ -107,7 +108,8 @@ class InboundEnvelopes:
             try:
                 if not isinstance(history, VerifiedHistory):
                     raise error
-                opened = open_peeked(header, self._identity, history)
+                opened = open_peeked(header, self._identity, history,
+                                     keys=self._services.open_keys)
             except EnvelopeError as again:
                 self._refuse(header.id, header.sender, again.reason, str(again))
                 return

@@ -133,8 +133,6 @@ class Outbox:
                     await self.flush()
                 except Exception:
                     log.exception("event=outbox-failed then=retry")
-                # While the node waits for answers, not while a task waits for its envelope.
-                self._services.seal_keys.make_ahead()
             next_at = self._store.outbox_next_attempt()
             now = time.time()
             if self._held_until is not None and self._held_until > now:

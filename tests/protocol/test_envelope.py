@@ -25,6 +25,7 @@ from anet_core.protocol.envelope import (
     MAX_CIPHERTEXT_BYTES,
     MAX_FUTURE_SKEW_S,
     EnvelopeError,
+    OpenKeys,
     SealKeys,
     open_envelope,
     peek_header,
@@ -358,7 +359,7 @@ def test_seal_accepts_raw_key_bytes(alice: Identity, bob: Identity) -> None:
     assert open_envelope(envelope, bob, alice.verified_history).body == BODY
 
 
-# -- seal keys made ahead ------------------------------------------------------------------------
+# -- one ephemeral key for a batch of envelopes --------------------------------------------------
 
 @pytest.fixture
 def made(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
@@ -375,22 +376,42 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     return keys
 
 
-def test_a_seal_takes_the_key_made_ahead_once(alice: Identity, bob: Identity,
+@pytest.fixture
+def exchanges(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The public key of every X25519 exchange's other party, in order."""
+    parties: list[bytes] = []
+    real = envelope_module.EncryptionKey.exchange
+
+    def recorded(self: envelope_module.EncryptionKey, public: bytes) -> bytes:
+        parties.append(bytes(public))
+        return real(self, public)
+
+    monkeypatch.setattr(envelope_module.EncryptionKey, "exchange", recorded)
+    return parties
+
+
+def test_one_ephemeral_key_seals_a_batch_of_envelopes(alice: Identity, bob: Identity,
+                                                       made: list[bytes],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SealKeys, "MAX_USES", 3)
+    keys = SealKeys()
+    sealed = [to(bob, alice, keys=keys) for _ in range(4)]
+    assert made == [unb64u(bob.encryption_public_key)] * 2  # the fourth needed a new key
+    assert len({envelope["epk"] for envelope in sealed[:3]}) == 1
+    assert sealed[3]["epk"] != sealed[0]["epk"]
+    assert len({envelope["nonce"] for envelope in sealed}) == 4
+    for envelope in sealed:
+        assert open_envelope(envelope, bob, alice.verified_history).body == BODY
+
+
+def test_an_ephemeral_key_serves_for_max_age_s(alice: Identity, bob: Identity,
                                               made: list[bytes]) -> None:
     keys = SealKeys()
-    to_bob = unb64u(bob.encryption_public_key)
-    keys.make_ahead()
-    assert made == []  # nothing is made for a recipient no seal took a key for
-    first = seal(alice, bob.aid, to_bob, BODY, keys=keys)
-    keys.make_ahead()
-    assert made == [to_bob, to_bob]
-    second = seal(alice, bob.aid, to_bob, BODY, keys=keys)
-    assert len(made) == 2  # the key made ahead
-    third = seal(alice, bob.aid, to_bob, BODY, keys=keys)
-    assert len(made) == 3  # that one was used up: made now
-    assert len({envelope["epk"] for envelope in (first, second, third)}) == 3
-    for envelope in (first, second, third):
-        assert open_envelope(envelope, bob, alice.verified_history).body == BODY
+    recipient = unb64u(bob.encryption_public_key)
+    first = keys.take(recipient)
+    assert keys.take(recipient) is first and len(made) == 1
+    first.made_at -= SealKeys.MAX_AGE_S  # made a minute ago
+    assert keys.take(recipient) is not first and len(made) == 2
 
 
 def test_seal_keys_are_kept_for_the_latest_recipients_only(made: list[bytes]) -> None:
@@ -398,19 +419,53 @@ def test_seal_keys_are_kept_for_the_latest_recipients_only(made: list[bytes]) ->
     recipients = [os.urandom(32) for _ in range(SealKeys.MAX_RECIPIENTS + 1)]
     for recipient in recipients:
         keys.take(recipient)
-    keys.make_ahead()
     count = len(made)
     keys.take(recipients[-1])
     assert len(made) == count
-    keys.take(recipients[0])
+    keys.take(recipients[0])  # the longest unused was dropped
     assert len(made) == count + 1
 
 
 def test_no_seal_key_for_a_low_order_point(alice: Identity, bob: Identity,
                                            made: list[bytes]) -> None:
     keys = SealKeys()
-    with pytest.raises(ValueError, match="low-order"):
-        seal(alice, bob.aid, bytes(32), BODY, keys=keys)
-    keys.make_ahead()  # skips it: that recipient's seals keep failing with their reason
-    with pytest.raises(ValueError, match="low-order"):
-        seal(alice, bob.aid, bytes(32), BODY, keys=keys)
+    for _ in range(2):  # nothing is kept: that recipient's seals keep failing with their reason
+        with pytest.raises(ValueError, match="low-order"):
+            seal(alice, bob.aid, bytes(32), BODY, keys=keys)
+
+
+def test_the_key_of_an_epk_opened_once_opens_the_next_envelopes(
+        alice: Identity, bob: Identity, exchanges: list[bytes]) -> None:
+    sealing = SealKeys()
+    sealed = [to(bob, alice, keys=sealing) for _ in range(3)]
+    epk = unb64u(sealed[0]["epk"])
+    opening = OpenKeys()
+    before = len(exchanges)
+    for envelope in sealed:
+        assert open_envelope(envelope, bob, alice.verified_history, keys=opening).body == BODY
+    assert exchanges[before:] == [epk]  # the first envelope's only
+    for envelope in sealed:  # without the kept keys, one exchange per envelope
+        open_envelope(envelope, bob, alice.verified_history)
+    assert exchanges[before + 1:] == [epk] * 3
+
+
+def test_a_kept_key_opens_no_tampered_envelope(alice: Identity, bob: Identity) -> None:
+    sealing, opening = SealKeys(), OpenKeys()
+    first, second = to(bob, alice, keys=sealing), to(bob, alice, keys=sealing)
+    open_envelope(first, bob, alice.verified_history, keys=opening)
+    ciphertext = bytearray(unb64u(second["ct"]))
+    ciphertext[0] ^= 1
+    assert reason_of(second | {"ct": b64u(bytes(ciphertext))}, bob, alice,
+                     keys=opening) == "tampered"
+    assert reason_of(first | {"nonce": second["nonce"]}, bob, alice, keys=opening) == "tampered"
+
+
+def test_open_keys_are_kept_for_the_latest_epks_only() -> None:
+    keys = OpenKeys()
+    own = os.urandom(32)
+    epks = [os.urandom(32) for _ in range(OpenKeys.MAX_KEYS + 1)]
+    for epk in epks:
+        keys.keep(epk, own, epk[::-1])
+    assert keys.get(epks[0], own) is None  # the longest unused was dropped
+    assert keys.get(epks[-1], own) == epks[-1][::-1]
+    assert keys.get(epks[-1], os.urandom(32)) is None  # kept for this node's own key only

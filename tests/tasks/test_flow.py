@@ -60,32 +60,27 @@ async def test_send_inbox_reply_receipt(tmp_path: Path, hub: FakeHub) -> None:
         assert report.ok and report.records >= 1
 
 
-async def test_the_next_envelope_to_a_peer_is_sealed_with_a_key_made_ahead(
+async def test_a_peers_envelopes_share_one_ephemeral_key_and_open_with_one_exchange(
         tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
-    made: list[tuple[bytes, bytes]] = []  # (recipient key, epk) of each seal key made
-    real = envelope_module.seal_key
+    exchanged: list[bytes] = []  # the other party's public key of each X25519 exchange
+    real = envelope_module.EncryptionKey.exchange
 
-    def recorded(recipient_key: bytes) -> envelope_module.SealKey:
-        key = real(recipient_key)
-        made.append((recipient_key, key.epk))
-        return key
+    def recorded(self: envelope_module.EncryptionKey, public: bytes) -> bytes:
+        exchanged.append(bytes(public))
+        return real(self, public)
 
-    monkeypatch.setattr(envelope_module, "seal_key", recorded)
+    monkeypatch.setattr(envelope_module.EncryptionKey, "exchange", recorded)
     async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
-        to_b = unb64u(b.identity.encryption_public_key)
-        for_b = lambda: [epk for key, epk in made if key == to_b]  # noqa: E731
         sent_to_b = lambda: [e for e in hub.seen if e["to"] == b.aid]  # noqa: E731
-        await a.tasks.send(b.aid, user_message("one"))
-        # Once the envelope left, a key is ready for the next one: one more made than used.
-        await eventually(lambda: sent_to_b() and len(for_b()) > len(sent_to_b()))
-        ahead = set(for_b()) - {unb64u(envelope["epk"]) for envelope in sent_to_b()}
-        before = len(sent_to_b())
-        second = await a.tasks.send(b.aid, user_message("two"))
-        await eventually(lambda: len(sent_to_b()) > before)
-        assert unb64u(sent_to_b()[before]["epk"]) in ahead
+        for text in ("one", "two"):
+            await a.tasks.send(b.aid, user_message(text, f"m-{text}"))
         inbox = await eventually(lambda: b.tasks.inbox() if len(b.tasks.inbox()) == 2 else None)
-        assert second["id"] in {task["id"] for task in inbox}
+        assert len(inbox) == 2
+        epks = {unb64u(envelope["epk"]) for envelope in sent_to_b()}
+        assert len(epks) == 1  # one ephemeral key for both
+        (epk,) = epks
+        assert exchanged.count(epk) == 1  # b derived its key once: the second opened with it
 
 
 async def test_stranger_rejected_and_new_node_closed_to_strangers(tmp_path: Path,
