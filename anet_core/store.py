@@ -248,6 +248,11 @@ class Store:
         of every task handled in one turn of the event loop share it. It runs on the loop:
         an fsync of the WAL takes about 0.1 ms here, less than handing it to a thread costs in
         CPU (measured with ``bench/run.py``; docs/performance.md)."""
+        self.flush_now()
+
+    def flush_now(self) -> None:
+        """:meth:`flush` from where nothing can be awaited (a callback of the loop: the evidence
+        chain's append)."""
         if self._synced < self._db.total_changes:
             self._sync_wal()
             self._synced = self._db.total_changes

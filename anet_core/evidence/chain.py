@@ -14,10 +14,8 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
-from contextlib import suppress
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -67,7 +65,7 @@ class EvidenceJournal(Protocol):
 
     def forget_evidence(self, through: int) -> None: ...
 
-    async def flush(self) -> None: ...
+    def flush_now(self) -> None: ...
 
 
 class EvidenceError(Exception):
@@ -111,9 +109,9 @@ class _Waiting:
     ts: int
     journal_id: int | None
     """Its id in the journal; None when it is not kept there (its append is synced)."""
-    future: asyncio.Future[dict[str, Any]]
-    awaited: bool
-    """Its caller waits for it: appended without :data:`APPEND_AFTER_S`."""
+    future: asyncio.Future[dict[str, Any]] | None
+    """Where its caller waits for it (:meth:`EvidenceChain.record_all`); None for the records
+    of :meth:`EvidenceChain.keep`, whose failure is logged."""
 
 
 @dataclass(frozen=True)
@@ -148,11 +146,14 @@ class EvidenceChain:
         self._forgotten_through = 0
         """Journal ids: the last appended, the last on disk, the last the journal forgot."""
         self._waiting: list[_Waiting] = []
-        self._writer: asyncio.Future[None] | None = None
-        self._more = asyncio.Event()
-        self._awaited = asyncio.Event()
-        """Set when records a caller waits for are queued: the append goes at once."""
-        self._closing = False
+        self._due: asyncio.Handle | None = None
+        """The append of what waits, scheduled; ``_due_soon``: without APPEND_AFTER_S."""
+        self._due_soon = False
+        self._in_thread: asyncio.Future[None] | None = None
+        """An append that syncs the chain, or a move of the head, running in a thread."""
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle_since = 0.0
+        """Loop time of the last append from the loop (the head moves once it is old)."""
 
     @property
     def path(self) -> Path:
@@ -350,14 +351,18 @@ class EvidenceChain:
 
     async def record_all(self, items: list[tuple[str, dict[str, Any]]]
                          ) -> list[dict[str, Any] | Exception]:
-        """Append records from the event loop, in this order; return once they are on disk
-        (in the chain, or kept by the journal and flushed), per item the record or the error
-        that kept it out (as :meth:`append_all`).
+        """Append records from the event loop, in this order, behind every record queued before
+        them; return once they are on disk (in the chain, or kept by the journal and flushed),
+        per item the record or the error that kept it out (as :meth:`append_all`).
 
-        Records that arrive while an append runs wait for it and then go to the chain together,
-        in the order they arrived (group commit). A caller that is cancelled meanwhile does not
-        take its records back."""
-        futures = self.submit(items, awaited=True)  # the writer flushes the journal first
+        They go to the chain at once, with the records that wait for their moment
+        (:data:`APPEND_AFTER_S`); records that arrive while an append runs in a thread wait for
+        it and then go together, in the order they arrived (group commit). A caller that is
+        cancelled meanwhile does not take its records back."""
+        loop = asyncio.get_running_loop()
+        futures, waiting = self._checked(items, loop.create_future)
+        self._journaled(waiting)  # the append flushes the journal first
+        self._enqueue(waiting, soon=True)
         return await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
 
     def record_later(self, kind: str, data: dict[str, Any]) -> None:
@@ -365,51 +370,40 @@ class EvidenceChain:
         at once); an append that fails is logged."""
         self.queue(self.keep([(kind, data)]))
 
-    def submit(self, items: Sequence[tuple[str, dict[str, Any]]], *, awaited: bool = False
-               ) -> list[asyncio.Future[dict[str, Any]]]:
-        """Queue records for the chain now, behind every record queued before them, and keep
-        them in the journal: they are durable with the store's next flush. Each future ends
-        once its record is in the chain, with the record or the error that kept it out; after
-        :data:`APPEND_AFTER_S` unless ``awaited`` (the caller waits for them)."""
-        futures, waiting = self._checked(items, awaited=awaited)
-        self._journaled(waiting)
-        self._enqueue(waiting, awaited=awaited)
-        return futures
-
     def keep(self, items: Sequence[tuple[str, dict[str, Any]]]) -> KeptRecords:
         """Keep records in the journal inside its open transaction, the one that makes the
         change they describe: both reach the disk together, or neither does (two commits could
         be parted by a crash of the machine, docs/performance.md "Durability"). Hand them to
         :meth:`queue` once that transaction committed, before the loop runs anything else: the
         journal forgets records by id, up to the last one appended, so records are queued in the
-        order of their ids. A rollback takes them back, and they are never queued. An append
-        that fails is logged."""
-        futures, waiting = self._checked(items, awaited=False)
-        for (kind, _), future in zip(items, futures, strict=True):
-            future.add_done_callback(partial(_log_failure, kind))
+        order of their ids. A rollback takes them back, and they are never queued. Nobody waits
+        for them: an append that fails is logged."""
+        _, waiting = self._checked(items, None)
         self._journaled(waiting)
         return KeptRecords(waiting)
 
     def queue(self, kept: KeptRecords) -> None:
-        """Queue records :meth:`keep` kept, once their transaction committed."""
-        self._enqueue(kept.waiting, awaited=False)
+        """Queue records :meth:`keep` kept, once their transaction committed: they go to the
+        chain after :data:`APPEND_AFTER_S`."""
+        self._enqueue(kept.waiting, soon=False)
 
-    def _checked(self, items: Sequence[tuple[str, dict[str, Any]]], *, awaited: bool
+    def _checked(self, items: Sequence[tuple[str, dict[str, Any]]],
+                 new_future: Callable[[], asyncio.Future[dict[str, Any]]] | None,
                  ) -> tuple[list[asyncio.Future[dict[str, Any]]], list[_Waiting]]:
-        """A future for each item, and the items fit for the chain (the others' futures hold
-        the error that keeps them out)."""
-        loop = asyncio.get_running_loop()
+        """The items fit for the chain, and with ``new_future`` a future for each item (the
+        others' futures hold the error that keeps them out; without, that error is logged)."""
         now = int(time.time() * 1000)
         futures, waiting = [], []
         for kind, data in items:
-            item = _Waiting(kind, data, now, None, loop.create_future(), awaited)
-            futures.append(item.future)
+            future = None if new_future is None else new_future()
+            if future is not None:
+                futures.append(future)
             try:
                 _check_item(kind, data)
             except (TypeError, ValueError) as error:
-                item.future.set_exception(error)
+                _settle(kind, future, error)
                 continue
-            waiting.append(item)
+            waiting.append(_Waiting(kind, data, now, None, future))
         return futures, waiting
 
     def _journaled(self, waiting: list[_Waiting]) -> None:
@@ -425,77 +419,113 @@ class EvidenceChain:
             for item, record in zip(waiting, kept, strict=True):
                 item.journal_id = record.id
 
-    def _enqueue(self, waiting: list[_Waiting], *, awaited: bool) -> None:
-        self._waiting += waiting
-        self._more.set()
-        if awaited:
-            self._awaited.set()
-        if self._writer is None and self._waiting:
-            self._writer = asyncio.ensure_future(self._write_waiting())
+    # The writer: callbacks of the loop, no task of its own. An append that needs no fsync (the
+    # journal keeps its records) runs in the callback that is due; one that syncs the chain (or
+    # moves the head) runs in a thread, and records queued meanwhile wait for it.
 
-    async def _write_waiting(self) -> None:
-        try:
-            while True:
-                while self._waiting:
-                    await self._write_batch()
-                    self._forget_synced()
-                if self._last is None or self._last == self._head or self._closing:
-                    return
-                # Idle: move the head once no record came for a while (one write, not one per
-                # append); a record that comes meanwhile is written at once.
-                self._more.clear()
-                try:
-                    async with asyncio.timeout(HEAD_IDLE_S):
-                        await self._more.wait()
-                except TimeoutError:
-                    await asyncio.to_thread(self.move_head)
-                    self._forget_synced()
-                    if not self._waiting:
-                        return
-        except (OSError, EvidenceError) as error:
-            log.error("event=evidence-head-failed error=%r", error)
-        finally:
-            self._writer = None
+    def _enqueue(self, waiting: list[_Waiting], *, soon: bool) -> None:
+        if waiting:
+            self._waiting += waiting
+            self._schedule_append(soon=soon)
 
-    async def _write_batch(self) -> None:
-        if any(item.awaited for item in self._waiting[:MAX_APPEND_RECORDS]):
-            await asyncio.sleep(0)  # once what was made ready with these records ran
-        else:
-            self._awaited.clear()
-            with suppress(TimeoutError):
-                async with asyncio.timeout(APPEND_AFTER_S):
-                    await self._awaited.wait()
-        batch = self._waiting[:MAX_APPEND_RECORDS]
-        del self._waiting[:MAX_APPEND_RECORDS]
-        items = [(item.kind, item.data) for item in batch]
-        times = [item.ts for item in batch]
-        journal_ids = [item.journal_id for item in batch if item.journal_id is not None]
-        if len(journal_ids) < len(batch):
-            journal_ids = []  # a record the journal does not keep: this append is synced
-        try:
-            if self._journal is not None and any(item.journal_id is not None for item in batch):
-                # A record reaches the chain only once its journal row is on disk, so a crash
-                # of the machine cannot leave the chain a record of a commit the store lost
-                # (an update applied again once its envelope came back would be in it twice).
-                await self._journal.flush()
-            if self._lag() + len(items) >= HEAD_EVERY_RECORDS or not journal_ids:
+    def _schedule_append(self, *, soon: bool) -> None:
+        """Append what waits: ``soon``, once the loop ran what is ready now (what the records'
+        transaction started), else after :data:`APPEND_AFTER_S` (it gathers more records)."""
+        if self._in_thread is not None:
+            return  # it appends what waits when it is done
+        if self._due is not None:
+            if not soon or self._due_soon:
+                return
+            self._due.cancel()
+        loop = asyncio.get_running_loop()
+        self._due_soon = soon
+        self._due = (loop.call_soon(self._append_due) if soon
+                     else loop.call_later(APPEND_AFTER_S, self._append_due))
+
+    def _append_due(self) -> None:
+        self._due = None
+        while self._waiting:
+            batch = self._waiting[:MAX_APPEND_RECORDS]
+            del self._waiting[:MAX_APPEND_RECORDS]
+            journal_ids = [item.journal_id for item in batch if item.journal_id is not None]
+            if len(journal_ids) < len(batch):
+                journal_ids = []  # a record the journal does not keep: this append is synced
+            if self._lag() + len(batch) >= HEAD_EVERY_RECORDS or not journal_ids:
                 # This append syncs the chain, and may move the head (a file written, synced
                 # and renamed, and its directory synced): in a thread, so that the loop does not
                 # wait for the disk.
-                outcomes = await asyncio.to_thread(self.append_all, items, head=False,
-                                                   times=times, journal_ids=journal_ids)
-            else:  # on the loop: no fsync
-                outcomes = self.append_all(items, head=False, times=times,
+                self._in_thread = asyncio.ensure_future(self._append_in_thread(batch, journal_ids))
+                return
+            try:
+                self._flush_journal(batch)
+                outcomes = self.append_all([(item.kind, item.data) for item in batch],
+                                           head=False, times=[item.ts for item in batch],
                                            journal_ids=journal_ids)
-        except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
+            except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
+                outcomes = [error] * len(batch)
+            _settle_all(batch, outcomes)
+        self._forget_synced()  # a chain's first record is synced (append_all)
+        self._idle_since = asyncio.get_running_loop().time()
+        self._watch_idle()
+
+    async def _append_in_thread(self, batch: list[_Waiting], journal_ids: list[int]) -> None:
+        try:
+            self._flush_journal(batch)
+            outcomes = await asyncio.to_thread(
+                self.append_all, [(item.kind, item.data) for item in batch], head=False,
+                times=[item.ts for item in batch], journal_ids=journal_ids)
+        except (OSError, EvidenceError) as error:
             outcomes = [error] * len(batch)
-        for item, outcome in zip(batch, outcomes, strict=True):
-            if item.future.done():
-                continue
-            if isinstance(outcome, Exception):
-                item.future.set_exception(outcome)
-            else:
-                item.future.set_result(outcome)
+        finally:
+            self._in_thread = None
+        _settle_all(batch, outcomes)
+        self._forget_synced()
+        if self._waiting:
+            self._schedule_append(soon=True)  # they waited for this append already
+        else:
+            self._idle_since = asyncio.get_running_loop().time()
+            self._watch_idle()
+
+    def _flush_journal(self, batch: list[_Waiting]) -> None:
+        """A record reaches the chain only once its journal row is on disk, so a crash of the
+        machine cannot leave the chain a record of a commit the store lost (an update applied
+        again once its envelope came back would be in it twice)."""
+        if self._journal is not None and any(item.journal_id is not None for item in batch):
+            self._journal.flush_now()
+
+    def _watch_idle(self) -> None:
+        """Move the head once no record came for :data:`HEAD_IDLE_S` (one write, not one per
+        append). One timer watches: when it fires early, it waits for the rest."""
+        if self._idle_timer is None and self._last is not None and self._last != self._head:
+            self._idle_timer = asyncio.get_running_loop().call_later(HEAD_IDLE_S, self._idle)
+
+    def _idle(self) -> None:
+        self._idle_timer = None
+        loop = asyncio.get_running_loop()
+        quiet_for = loop.time() - self._idle_since
+        if self._waiting or self._in_thread is not None:
+            return  # their append watches again
+        if quiet_for < HEAD_IDLE_S:
+            self._idle_timer = loop.call_later(HEAD_IDLE_S - quiet_for, self._idle)
+        else:
+            self._in_thread = asyncio.ensure_future(self._move_head_in_thread())
+
+    async def _move_head_in_thread(self) -> None:
+        try:
+            await asyncio.to_thread(self.move_head)
+            self._forget_synced()
+        except (OSError, EvidenceError) as error:
+            log.error("event=evidence-head-failed error=%r", error)
+        finally:
+            self._in_thread = None
+        if self._waiting:
+            self._schedule_append(soon=True)
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._due, self._idle_timer):
+            if timer is not None:
+                timer.cancel()
+        self._due = self._idle_timer = None
 
     def _forget_synced(self) -> None:
         """Tell the journal what the chain now holds on disk (on the loop: the store's)."""
@@ -506,17 +536,19 @@ class EvidenceChain:
 
     async def close(self) -> None:
         """Write what is queued, sync the chain and move the head (the node stops)."""
-        self._closing = True
+        while True:
+            self._cancel_timers()
+            if self._in_thread is not None:
+                await asyncio.shield(self._in_thread)
+            elif self._waiting:
+                self._append_due()
+            else:
+                break
         try:
-            while self._writer is not None:
-                self._more.set()
-                await asyncio.shield(self._writer)
             await asyncio.to_thread(self.move_head)
             self._forget_synced()
         except (OSError, EvidenceError) as error:  # the chain moved away or was damaged
             log.error("event=evidence-head-failed error=%r", error)
-        finally:
-            self._closing = False
 
     def _make_record(self, kind: str, data: dict[str, Any], last: EvidenceHead | None,
                      ts: int | None = None) -> tuple[dict[str, Any], bytes]:
@@ -592,9 +624,23 @@ def _content_key(ts: int, kind: str, data: dict[str, Any]) -> tuple[int, str, by
     return ts, kind, canonical_json(data)
 
 
-def _log_failure(kind: str, future: asyncio.Future[dict[str, Any]]) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.error("event=evidence-failed kind=%s error=%r", kind, future.exception())
+def _settle(kind: str, future: asyncio.Future[dict[str, Any]] | None,
+            outcome: dict[str, Any] | Exception) -> None:
+    """Tell the record's caller its outcome; log a failure nobody waits for."""
+    if future is None:
+        if isinstance(outcome, Exception):
+            log.error("event=evidence-failed kind=%s error=%r", kind, outcome)
+    elif future.done():
+        pass
+    elif isinstance(outcome, Exception):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+def _settle_all(batch: list[_Waiting], outcomes: list[dict[str, Any] | Exception]) -> None:
+    for item, outcome in zip(batch, outcomes, strict=True):
+        _settle(item.kind, item.future, outcome)
 
 
 def _write_all(fd: int, data: bytes) -> None:

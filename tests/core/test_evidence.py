@@ -482,6 +482,38 @@ async def test_records_nobody_waits_for_are_appended_together_after_the_work_the
     assert report.ok and report.records == 5, report.issues
 
 
+async def test_an_idle_chain_moves_its_head_and_the_journal_forgets(
+        tmp_path: Path, path: Path, owner: Identity, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends from the loop leave the head behind; once no record came for HEAD_IDLE_S, the
+    chain is synced, the head names its last record and the journal lets go of them."""
+    monkeypatch.setattr(chain_module, "HEAD_IDLE_S", 0.05)
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": 0})])  # a new chain's first: synced
+        for n in range(1, 4):
+            chain.record_later("task.accepted", {"n": n})
+        await store.flush()
+        await eventually(lambda: json.loads((path.parent / HEAD_FILE).read_text())["seq"] == 3)
+        await eventually(lambda: store.journaled_evidence() == [])
+        await chain.close()
+    assert verify(path, owner.verified_history).records == 4
+
+
+async def test_a_record_nobody_waits_for_that_the_chain_refuses_is_logged(
+        tmp_path: Path, path: Path, owner: Identity, caplog: pytest.LogCaptureFixture) -> None:
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        chain.record_later("Not A Kind", {"n": 0})
+        chain.record_later("task.accepted", {"n": 1, "huge": "x" * chain_module.MAX_RECORD_BYTES})
+        chain.record_later("task.accepted", {"n": 2})
+        await store.flush()
+        await chain.close()
+    failures = [record.getMessage() for record in caplog.records
+                if "event=evidence-failed" in record.getMessage()]
+    assert len(failures) == 2 and "Not A Kind" in failures[0] and "exceeds" in failures[1]
+    assert [json.loads(line)["data"]["n"] for line in lines(path)] == [2]
+
+
 async def test_a_record_reaches_the_chain_only_once_its_journal_row_is_on_disk(
         tmp_path: Path, path: Path, owner: Identity, monkeypatch: pytest.MonkeyPatch) -> None:
     """A crash of the machine then cannot leave the chain a record whose commit the store lost
