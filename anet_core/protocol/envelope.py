@@ -303,7 +303,8 @@ def open_peeked(header: EnvelopeHeader, recipient: Identity, sender_history: Ver
     if header.sender != sender_history.aid:
         raise EnvelopeError("unknown-key", f"the envelope is from {header.sender}, but the key "
                                            f"history given is that of {sender_history.aid}")
-    inner = _parse_inner(_decrypt(header, recipient, keys))
+    plaintext = _decrypt(header, recipient, keys)
+    inner = _parse_inner(plaintext)
     for name, outer in (("from", header.sender), ("to", header.recipient), ("id", header.id)):
         if inner[name] != outer:
             raise EnvelopeError("tampered", f"the signed payload's {name!r} differs from the "
@@ -317,8 +318,8 @@ def open_peeked(header: EnvelopeHeader, recipient: Identity, sender_history: Ver
         raise EnvelopeError("unknown-key", f"key seq {key_seq} of {header.sender} was revoked "
                                            "by an emergency rotation")
     signature = decode_b64u(inner["signature"], what="signature", length=SIGNATURE_BYTES)
-    signed = canonical_json({name: value for name, value in inner.items() if name != "signature"})
-    if not verify_with_key(public_key, ENVELOPE_CONTEXT, signed, signature):
+    if not verify_with_key(public_key, ENVELOPE_CONTEXT, _signed_part(plaintext, inner),
+                           signature):
         raise EnvelopeError("bad-signature", f"the payload signature does not verify with key "
                                              f"seq {key_seq} of {header.sender}")
     now_ms = int((time.time() if now is None else now) * 1000)
@@ -332,6 +333,16 @@ def open_peeked(header: EnvelopeHeader, recipient: Identity, sender_history: Ver
                                            "a clock is wrong")
     return OpenedEnvelope(id=header.id, sender=header.sender, recipient=header.recipient,
                           key_seq=key_seq, ts=ts, body=inner["body"])
+
+
+def _signed_part(plaintext: bytes, inner: dict[str, Any]) -> bytes:
+    """What the sender signed: the plaintext, canonical JSON of the payload, without its
+    ``signature`` member (no need to encode the body again). Canonical keys put that member
+    after ``body``, followed only by ``to`` and ``ts``, which cannot hold it; a plaintext that is
+    not canonical yields bytes that no canonical signature verifies."""
+    member = b',"signature":"' + inner["signature"].encode() + b'"'
+    start = plaintext.rfind(member)
+    return plaintext if start < 0 else plaintext[:start] + plaintext[start + len(member):]
 
 
 def _associated_data(envelope_id: str, sender: str, recipient: str, epk: bytes,

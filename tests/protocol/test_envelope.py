@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import time
 from pathlib import Path
@@ -295,6 +296,22 @@ def test_history_of_someone_else_is_unknown_key(alice: Identity, bob: Identity,
 def test_signature_by_a_wrong_key(alice: Identity, bob: Identity) -> None:
     envelope = seal(ImpostorSender(alice.aid), bob.aid, bob.encryption_public_key, BODY)  # type: ignore[arg-type]
     assert reason_of(envelope, bob, alice) == "bad-signature"
+
+
+def test_a_plaintext_that_is_not_canonical_json_does_not_verify(alice: Identity,
+                                                                 bob: Identity) -> None:
+    """The signature covers the canonical payload, and the receiver takes the signed bytes from
+    the plaintext as sealed (docs/protocol.md: ``plaintext = canonical_json(inner payload)``):
+    the same signed payload in other JSON (spaced, keys in another order) is refused."""
+    envelope_id = b64u(os.urandom(16))
+    inner = signed_inner(alice.signer(), bob, envelope_id)
+    for plaintext in (json.dumps(inner, sort_keys=True).encode(),
+                      json.dumps(dict(reversed(inner.items())), separators=(",", ":")).encode()):
+        envelope = seal_raw(plaintext, sender_aid=alice.aid, recipient=bob,
+                            envelope_id=envelope_id)
+        assert reason_of(envelope, bob, alice) == "bad-signature"
+    canonical = seal_raw(inner, sender_aid=alice.aid, recipient=bob, envelope_id=envelope_id)
+    assert open_envelope(canonical, bob, alice.verified_history).body == BODY
 
 
 def test_key_seq_beyond_the_history(alice: Identity, bob: Identity) -> None:
