@@ -118,7 +118,8 @@ class Effects:
     evidence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     kept: list[KeptRecords] = field(default_factory=list)
     """Records already in the journal, in the transaction that made them (:meth:`Services.keep`)."""
-    events: list[tuple[str, list[dict[str, Any]], bool]] = field(default_factory=list)
+    events: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
+    """Each task, and the events that left it so (:meth:`TaskEvents.publish`)."""
     background: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     send: bool = False
     redelivered_if_lost: bool = False
@@ -131,7 +132,7 @@ class Effects:
         self.evidence.append((kind, data))
 
     def publish(self, task: dict[str, Any], events: list[dict[str, Any]]) -> None:
-        self.events.append((task["id"], events, state_of(task).is_terminal))
+        self.events.append((task, events))
 
 
 @dataclass
@@ -191,5 +192,5 @@ class Services:
             self.start_background(work)
 
     def _publish(self, effects: Effects) -> None:
-        for task_id, events, terminal in effects.events:
-            self.events.publish(task_id, events, terminal=terminal)
+        for task, events in effects.events:
+            self.events.publish(task, events)

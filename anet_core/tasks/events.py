@@ -20,17 +20,19 @@ class TaskSubscription:
     """An async iterator of A2A StreamResponse objects (``{"task": ...}``, ``{"statusUpdate":
     ...}``, ``{"artifactUpdate": ...}``) that ends after a terminal state.
 
-    ``snapshot`` is the task as it was when the subscription began (also the first event).
-    :meth:`close` detaches without touching the task; call it when you stop reading before the
-    end. The subscription is its own iterator rather than an async generator: a blocking send
-    stops reading at the task's end, and an async generator left suspended there is closed
-    later by the event loop, in a task of its own (``sys.set_asyncgen_hooks``).
+    ``snapshot`` is the task as it was when the subscription began (also the first event);
+    ``task`` the task as the events published last left it (what a reader that stopped at an
+    event would read from the store then). :meth:`close` detaches without touching the task;
+    call it when you stop reading before the end. The subscription is its own iterator rather
+    than an async generator: a blocking send stops reading at the task's end, and an async
+    generator left suspended there is closed later by the event loop, in a task of its own
+    (``sys.set_asyncgen_hooks``).
     """
 
     def __init__(self, broker: TaskEvents, task_id: str, snapshot: dict[str, Any]) -> None:
         self._broker = broker
         self.task_id = task_id
-        self.snapshot = snapshot
+        self.snapshot = self.task = snapshot
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._queue.put_nowait({"task": snapshot})
         if TaskState(snapshot["status"]["state"]).is_terminal:
@@ -50,7 +52,8 @@ class TaskSubscription:
     def close(self) -> None:
         self._broker.detach(self)
 
-    def put(self, events: list[dict[str, Any]], *, last: bool) -> None:
+    def put(self, task: dict[str, Any], events: list[dict[str, Any]], *, last: bool) -> None:
+        self.task = task
         for event in events:
             self._queue.put_nowait(event)
         if last:
@@ -76,9 +79,11 @@ class TaskEvents:
             if not subscribers:
                 del self._subscribers[subscription.task_id]
 
-    def publish(self, task_id: str, events: list[dict[str, Any]], *, terminal: bool) -> None:
-        """Hand ``events`` to every subscriber; after a terminal state their streams end."""
-        subscribers = self._subscribers.pop(task_id, set()) if terminal \
-            else self._subscribers.get(task_id, set())
+    def publish(self, task: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        """Hand ``events``, which left the task as ``task``, to every subscriber of the task;
+        after a terminal state their streams end."""
+        terminal = TaskState(task["status"]["state"]).is_terminal
+        subscribers = self._subscribers.pop(task["id"], set()) if terminal \
+            else self._subscribers.get(task["id"], set())
         for subscription in list(subscribers):
-            subscription.put(events, last=terminal)
+            subscription.put(task, events, last=terminal)

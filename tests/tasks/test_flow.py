@@ -417,6 +417,24 @@ async def test_a_subscription_is_its_own_iterator_and_stays_ended(tmp_path: Path
             await anext(subscription)  # at once, not waiting for an event that never comes
 
 
+async def test_a_subscription_holds_the_task_as_its_events_left_it(tmp_path: Path,
+                                                                   hub: FakeHub) -> None:
+    """What a blocking send answers with once its stream ended, without reading the task
+    again (``EventStream.until_end`` in the a2a module)."""
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("watch me"))
+        subscription = a.tasks.subscribe(b.aid, task["id"])
+        assert subscription.task == subscription.snapshot == a.tasks.get(None, task["id"])
+        await eventually(lambda: b.tasks.inbox())
+        await b.tasks.reply(task["id"], "done")
+        async with asyncio.timeout(5):
+            async for _ in subscription:
+                pass
+        assert subscription.task["status"]["state"] == COMPLETED
+        assert subscription.task == a.tasks.get(None, task["id"])
+
+
 async def test_list_filters_and_pages(tmp_path: Path, hub: FakeHub) -> None:
     async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
         ids = [(await a.tasks.send(b.aid, user_message(f"t{i}", f"m{i}", contextId="ctx")))["id"]
@@ -526,10 +544,10 @@ async def test_a_providers_update_reaches_the_client_before_the_disk_and_the_hub
             steps.append(("synced", a.store._db.total_changes))
             sync_wal()
 
-        def published(task_id: str, events: list, *, terminal: bool) -> None:
-            if terminal:
+        def published(task: dict, events: list) -> None:
+            if TaskState(task["status"]["state"]).is_terminal:
                 steps.append(("answered", a.store._db.total_changes))
-            publish(task_id, events, terminal=terminal)
+            publish(task, events)
 
         async def acknowledged() -> None:  # the hub forgets the envelope when this returns
             await flush()

@@ -193,15 +193,16 @@ class EventStream:
         return self.send and (state.is_interrupted or (body is not None
                                                        and waits_for_operator(body)))
 
-    async def until_end(self) -> None:
-        """Follow the task until this stream would end, rendering nothing: a blocking send
-        answers with the task as it is then."""
+    async def until_end(self) -> dict[str, Any]:
+        """Follow the task until this stream would end, rendering nothing; return the task as
+        it is then (a blocking send answers with it)."""
         try:
             async for event in self.subscription:
                 if self._ends(event):
-                    return
+                    break
         finally:
             self.subscription.close()
+        return self.subscription.task
 
     async def events(self) -> AsyncGenerator[StreamResponse, None]:
         source = aiter(self.subscription)
@@ -308,8 +309,7 @@ class AgentOperations:
                 state.is_terminal or state.is_interrupted or waits_for_operator(task)):
             stream = EventStream(self.tasks.subscribe(task["id"]), previews=False,
                                  history_length=None, send=True)
-            await stream.until_end()
-            task = self.tasks.get(task["id"])
+            task = await stream.until_end()
         reply = message_reply(task)
         if reply is not None:
             return SendMessageResponse(message=Message.from_wire(reply))

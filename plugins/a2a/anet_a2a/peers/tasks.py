@@ -161,7 +161,7 @@ class DirectTasks:
             with self.store.transaction():
                 self.store.add_message(agent.id, context_id, parsed.message_id, record.id)
                 self.store.save(record)
-            self.events.publish(record.id, _events_for(before, record.task), terminal=False)
+            self.events.publish(record.task, _events_for(before, record.task))
         outgoing = {key: value for key, value in message.items()
                     if key not in {"taskId", "contextId"}}
         outgoing["contextId"] = record.remote_context_id or context_id
@@ -337,7 +337,7 @@ class DirectTasks:
             task["metadata"][EFFECT_STATUS] = "done" if state is TaskState.TASK_STATE_COMPLETED \
                 else "possible"
         self.store.save(record)
-        self.events.publish(record.id, _events_for(before, task), terminal=state.is_terminal)
+        self.events.publish(task, _events_for(before, task))
         return state.value in _WAITING
 
     def _failed(self, task_id: str, agent: DirectAgent | None, error: PeerError) -> None:
@@ -367,7 +367,7 @@ class DirectTasks:
             metadata[PEER_ERROR] = details
         record.state = state.value
         self.store.save(record)
-        self.events.publish(record.id, _events_for(before, record.task), terminal=True)
+        self.events.publish(record.task, _events_for(before, record.task))
 
     # --- checks -------------------------------------------------------------------------------
 
