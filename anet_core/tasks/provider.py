@@ -527,6 +527,11 @@ class Provider:
             update |= {"artifact_chunks": [], "artifacts": artifacts, "receipt": stored.receipt}
             if message_reply and state is TaskState.TASK_STATE_COMPLETED:
                 update["message_reply"] = True
+        # Checks what a module reported (its messages and artifacts are checked nowhere else),
+        # before anything outlives the transaction: a refusal rolls the change back and reaches
+        # the module, whose responder can still fail the task.
+        body = wire_body(TaskUpdate(**update))
+        if state.is_terminal:
             self._store.out_of_inbox(stored.id)
             responder = self._responders.pop(stored.id, None)
             if responder is not None:
@@ -542,9 +547,8 @@ class Provider:
                                last_chunk=chunk.last_chunk) for chunk in chunks or ()]
             effects.publish(task, [*events, status_event(task)])
             return
-        queue_message(self._store, self._hub, self._identity, stored.peer_aid,
-                      wire_body(TaskUpdate(**update)), task_id=stored.id,
-                      keys=self._services.seal_keys)
+        queue_message(self._store, self._hub, self._identity, stored.peer_aid, body,
+                      task_id=stored.id, keys=self._services.seal_keys)
         effects.send = True
 
 

@@ -481,6 +481,31 @@ class _Interviewer:
         return TaskClaim(module="interviewer", serve=serve)
 
 
+async def test_a_module_that_answers_with_an_invalid_artifact_fails_the_task(
+        tmp_path: Path, hub: FakeHub) -> None:
+    """The update that would carry it is refused before anything ends: the module's error fails
+    the task (provider_failed) on both sides, instead of leaving it open for ever."""
+
+    class Garbles:
+        @hookimpl
+        def anet_take_task(self, node, task: InboundTask) -> TaskClaim:
+            async def serve(task: InboundTask, responder: Responder) -> None:
+                await responder.complete("done", artifacts=[{"artifactId": "a1",
+                                                             "parts": "not a list"}])
+
+            return TaskClaim(module="garbles", serve=serve)
+
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(Garbles())) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("hello"))
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_FAILED")
+        failed = a.tasks.get(b.aid, task["id"])
+        assert failed["metadata"]["anet.reason"] == "provider_failed"
+        assert failed.get("artifacts", []) == []  # the invalid one never left
+        assert b.tasks.received(task["id"])["status"]["state"] == "TASK_STATE_FAILED"
+
+
 async def test_module_serves_through_the_responder(tmp_path: Path, hub: FakeHub) -> None:
     module = _Interviewer()
     plugins = plugins_with(module)
