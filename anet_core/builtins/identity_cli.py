@@ -95,9 +95,12 @@ def _run_evidence_show(args: argparse.Namespace, ctx: CliContext) -> int:
         return 0
     for read in found:
         record = read.record
+        signed = "-" if read.signed_in is None else (
+            "yes" if read.signed_in == record["seq"] else f"by record seq {read.signed_in}")
         for label, value in (("seq", record["seq"]), ("time", _when(record)),
-                             ("kind", record["kind"]), ("signer", record["signer"]),
-                             ("key seq", record["keySeq"]), ("hash", record["hash"]),
+                             ("kind", record["kind"]), ("signed", signed),
+                             ("signer", record.get("signer", "-")),
+                             ("key seq", record.get("keySeq", "-")), ("hash", record["hash"]),
                              ("prev", record["prev"] or "-"),
                              ("verified", "yes" if not read.problem else f"NO: {read.problem}")):
             print(f"{label:<9} {value}")

@@ -6,8 +6,13 @@
     {"seq": 0, 1, 2, …, "ts": unix ms, "kind": "task.accepted", "data": {...},
      "prev": hash of the previous record (null for seq 0),
      "hash": base64url SHA-256 of canonical {"seq", "ts", "kind", "data", "prev"},
+     and on the last record of each append:
      "signer": AID, "keySeq": n, "signature": Ed25519 (evidence context) over the canonical record
      without "signature"}
+
+A signed record vouches for itself and, through ``prev``, for the unsigned records of its append
+before it: one signature per append, whatever the number of records it writes. Records after the
+last signed one are what a crash left of an append, proven by nothing; the next append cuts them.
 
 ``head.json`` beside it holds the last appended seq and hash, signed (head context) and replaced
 atomically after each append. A chain that ends before its head was truncated; without the head,

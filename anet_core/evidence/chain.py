@@ -16,11 +16,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from anet_core.identity.keystore import Identity
-from anet_core.identity.signatures import EVIDENCE_CONTEXT
+from anet_core.identity.keystore import Identity, Signer
+from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES
 from anet_core.store import JournaledRecord
 from anet_core.util.canonical import b64u, canonical_json, canonical_with, is_non_negative_int
 from anet_core.util.fsutil import write_atomic
@@ -35,8 +36,9 @@ core's task layer (``task.accepted``), else the module (``backends.forwarded``).
 is checked, so records written under earlier names still verify."""
 MAX_KIND_LENGTH = 100
 MAX_RECORD_BYTES = 256 * 1024
-RECORD_FIELDS = frozenset({"seq", "ts", "kind", "data", "prev", "hash", "signer", "keySeq",
-                           "signature"})
+CHAINED_FIELDS = frozenset({"seq", "ts", "kind", "data", "prev", "hash"})
+"""What every record holds; the last record of each append holds :data:`SIGNATURE_FIELDS` too."""
+SIGNATURE_FIELDS = frozenset({"signer", "keySeq", "signature"})
 _TAIL_READ_BLOCK = 64 * 1024
 MAX_APPEND_RECORDS = 64
 """Most records one append writes (one fsync of the chain for all of them)."""
@@ -90,14 +92,76 @@ def check_kind(kind: object) -> str:
 
 def record_hash(seq: int, ts: int, kind: str, data: dict[str, Any], prev: str | None) -> str:
     """base64url SHA-256 of the canonical chained content of a record."""
-    return _chained_hash(canonical_json(data), {"seq": seq, "ts": ts, "kind": kind, "prev": prev})
+    return _hash_of(canonical_with("data", canonical_json(data),
+                                   {"seq": seq, "ts": ts, "kind": kind, "prev": prev}))
 
 
-def _chained_hash(data_json: bytes, chained: dict[str, Any]) -> str:
-    """:func:`record_hash` of the record whose ``data`` encodes canonically to ``data_json``:
-    ``data`` sorts before every other key of a record, so it is encoded once for the hash, the
-    signed bytes and the line (:func:`canonical_with`)."""
-    return b64u(hashlib.sha256(canonical_with("data", data_json, chained)).digest())
+def _hash_of(chained_json: bytes) -> str:
+    """A record's hash from its chained content as canonical JSON. ``data`` sorts before every
+    other key of a record, so :func:`canonical_with` encodes it once for the hash, the signed
+    bytes and the line."""
+    return b64u(hashlib.sha256(chained_json).digest())
+
+
+@dataclass
+class _Unsigned:
+    """A record made for an append and not signed yet: the append signs its last record only
+    (:func:`_lines`), whose hash chains every record before it."""
+
+    index: int
+    """Its item's place among the append's items."""
+    data: dict[str, Any]
+    data_json: bytes
+    fields: dict[str, Any]
+    """Every member but ``data``: seq, ts, kind, prev and hash (then, if it ends the append,
+    the signature's)."""
+    signed_size: int
+    """The length of its line, newline included, were it signed: what
+    :data:`MAX_RECORD_BYTES` limits, for every record alike."""
+
+    @classmethod
+    def make(cls, index: int, kind: str, data: dict[str, Any], last: EvidenceHead | None,
+             ts: int | None, signer: Signer) -> _Unsigned:
+        """The record after ``last``; ``ValueError`` for data with a value JSON has no form for
+        (an object, NaN)."""
+        try:
+            data_json = canonical_json(data)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"evidence data is not JSON: {error}") from None
+        fields: dict[str, Any] = {"seq": 0 if last is None else last.seq + 1,
+                                  "ts": int(time.time() * 1000) if ts is None else ts,
+                                  "kind": kind, "prev": None if last is None else last.hash}
+        chained = canonical_with("data", data_json, fields)
+        fields["hash"] = _hash_of(chained)
+        # The line is the chained content with the member "hash":"…" (base64url needs no
+        # escapes) and its comma, the signature's members, and the newline.
+        size = len(chained) + len(fields["hash"]) + 10 + \
+            _signature_bytes(signer.aid, signer.key_seq) + 1
+        return cls(index, data, data_json, fields, size)
+
+
+def _lines(records: list[_Unsigned], signer: Signer,
+           outcomes: list[dict[str, Any] | Exception]) -> bytearray:
+    """The chain's lines for the records of one append, the last one signed; each record as
+    stored becomes its item's outcome."""
+    last = records[-1]
+    last.fields |= {"signer": signer.aid, "keySeq": signer.key_seq}
+    signature = signer.sign(canonical_with("data", last.data_json, last.fields),
+                            context=EVIDENCE_CONTEXT)
+    last.fields["signature"] = b64u(signature)
+    lines = bytearray()
+    for record in records:
+        lines += canonical_with("data", record.data_json, record.fields) + b"\n"
+        outcomes[record.index] = {"data": record.data} | record.fields
+    return lines
+
+
+@cache
+def _signature_bytes(aid: str, key_seq: int) -> int:
+    """How much longer the signature's members make a record's line: three members and their
+    commas."""
+    members = {"signer": aid, "keySeq": key_seq, "signature": b64u(bytes(SIGNATURE_BYTES))}
+    return len(canonical_json(members)) - 1
 
 
 @dataclass
@@ -122,11 +186,12 @@ class KeptRecords:
 
 
 class EvidenceChain:
-    """Appends signed records to a chain file. Thread-safe, and safe with other processes
-    appending to the same file (an exclusive ``flock`` is held per append and the tail is re-read
-    when the file changed). :meth:`append` blocks for the fsyncs; from asyncio, use
-    :meth:`record` (or :meth:`submit`), which lets records that wait at the same time share one
-    append, and with a ``journal`` needs no fsync of the chain (see the module docstring)."""
+    """Appends hash-chained records to a chain file, the last record of each append signed.
+    Thread-safe, and safe with other processes appending to the same file (an exclusive
+    ``flock`` is held per append and the tail is re-read when the file changed). :meth:`append`
+    blocks for the fsyncs; from asyncio, use :meth:`record` (or :meth:`keep` and :meth:`queue`),
+    which lets records that wait at the same time share one append (one signature, one write),
+    and with a ``journal`` needs no fsync of the chain (see the module docstring)."""
 
     def __init__(self, path: Path, identity: Identity,
                  journal: EvidenceJournal | None = None) -> None:
@@ -169,13 +234,13 @@ class EvidenceChain:
     def append_all(self, items: Sequence[tuple[str, dict[str, Any]]], *, head: bool = True,
                    times: Sequence[int] | None = None, journal_ids: Sequence[int] = (),
                    ) -> list[dict[str, Any] | Exception]:
-        """Append records in this order, with one fsync and one move of the head; per item the
-        record as stored, or the error that kept it out (a bad kind, data or size: the others
-        are appended all the same). ``times``: each record's ``ts`` (unix ms) when it was made
-        earlier than now. ``head`` False: the head moves only once it lags
-        :data:`HEAD_EVERY_RECORDS` (the caller moves it later, :meth:`move_head`).
-        ``journal_ids``: the journal keeps these records, so the append is not synced unless
-        the head moves."""
+        """Append records in this order, with one signature (of the last record: its hash
+        chains the others), one fsync and one move of the head; per item the record as stored,
+        or the error that kept it out (a bad kind, data or size: the others are appended all
+        the same). ``times``: each record's ``ts`` (unix ms) when it was made earlier than now.
+        ``head`` False: the head moves only once it lags :data:`HEAD_EVERY_RECORDS` (the caller
+        moves it later, :meth:`move_head`). ``journal_ids``: the journal keeps these records, so
+        the append is not synced unless the head moves."""
         if len(items) > MAX_APPEND_RECORDS:
             raise ValueError(f"{len(items)} records in one append; at most "
                              f"{MAX_APPEND_RECORDS}")
@@ -199,30 +264,32 @@ class EvidenceChain:
                     self._sync(fd)
                     self._write_head(last)
                 headless = last is None
-                lines = bytearray()
+                signer = self._identity.signer()
+                written: list[_Unsigned] = []
                 for index, (kind, data) in enumerate(items):
                     if isinstance(outcomes[index], Exception):
                         continue
-                    if lines and headless:
-                        self._write_lines(fd, lines, last, head=True, sync=True, through=None)
-                        lines, headless = bytearray(), False
+                    if written and headless:
+                        self._write_lines(fd, _lines(written, signer, outcomes), last, head=True,
+                                          sync=True, through=None)
+                        written, headless = [], False
                     try:
-                        record, line = self._make_record(kind, data, last,
-                                                         None if times is None else times[index])
+                        record = _Unsigned.make(index, kind, data, last,
+                                                None if times is None else times[index], signer)
                     except ValueError as error:  # data that is no JSON: this record only
                         outcomes[index] = error
                         continue
-                    if len(line) > MAX_RECORD_BYTES:
+                    if record.signed_size > MAX_RECORD_BYTES:
                         outcomes[index] = ValueError(
-                            f"evidence record of {len(line)} bytes exceeds {MAX_RECORD_BYTES}; "
-                            "record hashes, not content")
+                            f"evidence record of {record.signed_size} bytes exceeds "
+                            f"{MAX_RECORD_BYTES}; record hashes, not content")
                         continue
-                    lines += line
-                    outcomes[index] = record
-                    last = EvidenceHead(record["seq"], record["hash"])
-                if lines:
-                    self._write_lines(fd, lines, last, head=head or headless,
-                                      sync=not journal_ids, through=max(journal_ids, default=None))
+                    written.append(record)
+                    last = EvidenceHead(record.fields["seq"], record.fields["hash"])
+                if written:
+                    self._write_lines(fd, _lines(written, signer, outcomes), last,
+                                      head=head or headless, sync=not journal_ids,
+                                      through=max(journal_ids, default=None))
             finally:
                 os.close(fd)  # also releases the flock
         return outcomes
@@ -295,7 +362,7 @@ class EvidenceChain:
             return 0
         present = Counter(_content_key(record["ts"], record["kind"], record["data"])
                           for record in self._last_records(len(kept) + MAX_HEAD_LAG)
-                          if isinstance(record, dict) and RECORD_FIELDS <= record.keys())
+                          if isinstance(record, dict) and CHAINED_FIELDS <= record.keys())
         missing = []
         for record in kept:
             key = _content_key(record.ts, record.kind, record.data)
@@ -322,21 +389,26 @@ class EvidenceChain:
         return len(missing)
 
     def _last_records(self, count: int) -> list[dict[str, Any]]:
-        """Up to ``count`` of the chain's last complete records (as far as they parse)."""
+        """Up to ``count`` of the chain's last complete records (as far as they parse), from its
+        last signed one back: the records after it are what is left of an append a crash cut
+        short, which the next append cuts (``_drop_unfinished_append``)."""
         try:
             fd = os.open(self._path, os.O_RDONLY)
         except FileNotFoundError:
             return []
         try:
-            records, end = [], os.fstat(fd).st_size
+            records, end, signed = [], os.fstat(fd).st_size, False
             end = _last_newline_end(fd, end)  # a torn last line is no record
             while end > 0 and len(records) < count:
                 start = _last_newline_end(fd, end - 1)
                 try:
-                    records.append(json.loads(os.pread(fd, end - start, start)))
+                    record = json.loads(os.pread(fd, end - start, start))
                 except ValueError:
                     break
                 end = start
+                signed = signed or (isinstance(record, dict) and "signature" in record)
+                if signed:
+                    records.append(record)
             return records
         finally:
             os.close(fd)
@@ -550,26 +622,6 @@ class EvidenceChain:
         except (OSError, EvidenceError) as error:  # the chain moved away or was damaged
             log.error("event=evidence-head-failed error=%r", error)
 
-    def _make_record(self, kind: str, data: dict[str, Any], last: EvidenceHead | None,
-                     ts: int | None = None) -> tuple[dict[str, Any], bytes]:
-        """The record, and its line as the chain holds it (canonical JSON); ``ValueError`` for
-        data with a value JSON has no form for (an object, NaN)."""
-        seq = 0 if last is None else last.seq + 1
-        prev = None if last is None else last.hash
-        ts = int(time.time() * 1000) if ts is None else ts
-        signer = self._identity.signer()
-        try:
-            data_json = canonical_json(data)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"evidence data is not JSON: {error}") from None
-        fields = {"seq": seq, "ts": ts, "kind": kind, "prev": prev}
-        fields |= {"hash": _chained_hash(data_json, fields), "signer": signer.aid,
-                   "keySeq": signer.key_seq}
-        signature = signer.sign(canonical_with("data", data_json, fields),
-                                context=EVIDENCE_CONTEXT)
-        fields["signature"] = b64u(signature)
-        return {"data": data} | fields, canonical_with("data", data_json, fields) + b"\n"
-
     def _current_tail(self, fd: int) -> EvidenceHead | None:
         """The last record's seq and hash; re-read when another writer changed the file.
 
@@ -580,7 +632,7 @@ class EvidenceChain:
         size = os.fstat(fd).st_size
         if size == self._known_size:
             return self._last
-        size = _drop_torn_tail(fd, size)
+        size = _drop_unfinished_append(fd, size)
         last_line = _read_last_line(fd, size)
         last = None if last_line is None else _tail_record(last_line, self._path)
         try:
@@ -649,14 +701,29 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _drop_torn_tail(fd: int, size: int) -> int:
-    """Cut an incomplete last line left by a crash mid-append; return the new size."""
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return size
-    complete = _last_newline_end(fd, size)
-    os.ftruncate(fd, complete)
-    os.fsync(fd)
-    return complete
+def _drop_unfinished_append(fd: int, size: int) -> int:
+    """Cut what a crash mid-append left after the chain's last signed record: an incomplete
+    last line, and the complete unsigned records before it, for which the lost last line would
+    have vouched (an append signs its last record only). Nothing acknowledged is lost: the
+    journal still holds such a record (``recover`` appends it again), and an append without a
+    journal returned to nobody. Returns the new size."""
+    end = size
+    if end and os.pread(fd, 1, end - 1) != b"\n":
+        end = _last_newline_end(fd, end)
+    while end > 0:
+        start = _last_newline_end(fd, end - 1)
+        try:
+            record = json.loads(os.pread(fd, end - start, start))
+        except (ValueError, UnicodeDecodeError):
+            break  # not a record: the head check below refuses the chain
+        if not isinstance(record, dict) or "signature" in record:
+            break
+        end = start
+    if end < size:
+        os.ftruncate(fd, end)
+        os.fsync(fd)
+        log.warning("event=evidence-unfinished-append-cut bytes=%d", size - end)
+    return end
 
 
 def _last_newline_end(fd: int, size: int) -> int:

@@ -4,15 +4,16 @@ order, and the head (read-only)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from anet_core.evidence.chain import (
+    CHAINED_FIELDS,
     HEAD_CONTEXT,
     HEAD_FILE,
-    RECORD_FIELDS,
+    SIGNATURE_FIELDS,
     EvidenceHead,
     read_head,
     record_hash,
@@ -26,7 +27,8 @@ from anet_core.util.canonical import canonical_json, is_non_negative_int
 @dataclass(frozen=True)
 class EvidenceIssue:
     """One finding of ``verify``. ``reason``: malformed, changed, inserted, removed, reordered,
-    truncated, torn-tail, head-mismatch or no-head. ``line`` is 1-based when the issue has one."""
+    truncated, torn-tail, unsigned-tail, head-mismatch or no-head. ``line`` is 1-based when the
+    issue has one."""
 
     reason: str
     detail: str
@@ -66,10 +68,22 @@ def verify(path: Path, history: VerifiedHistory, *,
             valid.append((line_number, record))
 
     by_seq = _check_order(valid, unverified, issues)
-    last = None
-    if by_seq:
-        last_seq = max(by_seq)
-        last = EvidenceHead(last_seq, by_seq[last_seq]["hash"])
+    in_order = [(by_seq[seq], "") for seq in sorted(by_seq)]
+    vouched = [record for (record, _), voucher in zip(in_order, _vouchers(in_order), strict=True)
+               if voucher is not None]
+    last = EvidenceHead(vouched[-1]["seq"], vouched[-1]["hash"]) if vouched else None
+    # Records after every signed one (unvouched records before one are explained by the
+    # finding that broke their link to it):
+    top_signed = max((record["seq"] for record in (*by_seq.values(),
+                                                    *(found for _, found, _ in unverified))
+                      if "signature" in record), default=-1)
+    unsigned = [seq for seq in by_seq if seq > top_signed]
+    if unsigned:
+        issues.append(EvidenceIssue(
+            "unsigned-tail", f"records seq {min(unsigned)} to {max(unsigned)} are not signed and "
+            "no signed record follows them: what a crash left of an append (or records written "
+            "without the node's key); they prove nothing, and the next append cuts them",
+            seq=min(unsigned)))
 
     head_path = Path(path).with_name(HEAD_FILE)
     head = _verified_head(head_path, history, issues)
@@ -91,10 +105,13 @@ def verify(path: Path, history: VerifiedHistory, *,
 
 @dataclass(frozen=True)
 class ReadRecord:
-    """A record as ``anet evidence list`` shows it: ``problem`` is "" when it verifies."""
+    """A record as ``anet evidence list`` shows it: ``problem`` is "" when it verifies;
+    ``signed_in``: the seq of the record whose signature vouches for it (its own when it is
+    signed, else the last of its append)."""
 
     record: dict[str, Any]
     problem: str
+    signed_in: int | None = None
 
     @property
     def task_id(self) -> str | None:
@@ -102,7 +119,8 @@ class ReadRecord:
         return value if isinstance(value, str) else None
 
     def as_dict(self) -> dict[str, Any]:
-        return self.record | {"verified": not self.problem, "problem": self.problem}
+        return self.record | {"verified": not self.problem, "problem": self.problem,
+                              "signedIn": self.signed_in}
 
 
 def read_records(path: Path, history: VerifiedHistory, *, kind: str | None = None,
@@ -110,18 +128,41 @@ def read_records(path: Path, history: VerifiedHistory, *, kind: str | None = Non
     """The well-formed records of the chain at ``path``, in file order, each checked against
     ``history``; ``kind`` keeps one kind (``task.*`` a family), ``task`` one task's records.
     Read-only; :func:`verify` is what judges the chain as a whole (order, gaps, head)."""
+    checked = [(record, problem) for _, line in _lines(Path(path), [])
+               for record, problem in [_check_record(line, history)] if record is not None]
     found = []
-    for _, line in _lines(Path(path), []):
-        record, problem = _check_record(line, history)
-        if record is None:
-            continue
-        read = ReadRecord(record, problem)
+    for (record, problem), voucher in zip(checked, _vouchers(checked), strict=True):
+        if not problem and voucher is None:
+            problem = (f"record seq {record['seq']} is not signed and no signed record after it "
+                       "vouches for it")
+        read = ReadRecord(record, problem, voucher)
         if kind is not None and not _kind_matches(record["kind"], kind):
             continue
         if task is not None and read.task_id != task:
             continue
         found.append(read)
     return found
+
+
+def _vouchers(records: Sequence[tuple[dict[str, Any], str]]) -> list[int | None]:
+    """Per record, in chain order with its problem ("" when it verifies alone), the seq of the
+    signed record that vouches for it: its own when it is signed, else that of the record right
+    after it (seq + 1, linking to it by ``prev``) when one vouches for that. None: nothing signed
+    does (a record with a problem neither vouches nor is vouched for)."""
+    vouchers: list[int | None] = [None] * len(records)
+    voucher: int | None = None  # that of the record after the current one
+    for index in range(len(records) - 1, -1, -1):
+        record, problem = records[index]
+        if problem:
+            voucher = None
+        elif "signature" in record:
+            voucher = record["seq"]
+        elif voucher is not None:
+            after = records[index + 1][0]
+            if after["seq"] != record["seq"] + 1 or after["prev"] != record["hash"]:
+                voucher = None
+        vouchers[index] = voucher
+    return vouchers
 
 
 def _kind_matches(kind: str, wanted: str) -> bool:
@@ -137,22 +178,30 @@ def _check_record(line: bytes, history: VerifiedHistory) -> tuple[dict[str, Any]
         record = json.loads(line)
     except (ValueError, UnicodeDecodeError) as error:
         return None, f"not JSON: {error}"
-    if not isinstance(record, dict) or record.keys() != RECORD_FIELDS:
-        return None, f"a record has exactly the fields {sorted(RECORD_FIELDS)}"
-    seq, ts, key_seq = record["seq"], record["ts"], record["keySeq"]
+    if not isinstance(record, dict) or record.keys() not in (CHAINED_FIELDS,
+                                                              CHAINED_FIELDS | SIGNATURE_FIELDS):
+        return None, (f"a record has exactly the fields {sorted(CHAINED_FIELDS)}, and the last "
+                      f"of an append {sorted(SIGNATURE_FIELDS)} too")
+    seq, ts, key_seq = record["seq"], record["ts"], record.get("keySeq", 0)
     if not all(is_non_negative_int(value) for value in (seq, ts, key_seq)):
         return None, "seq, ts and keySeq must be non-negative integers"
     if not isinstance(record["data"], dict) or not isinstance(record["kind"], str):
         return None, "kind must be text and data an object"
     try:
         expected_hash = record_hash(seq, ts, record["kind"], record["data"], record["prev"])
-        signature = decode_b64u(record["signature"], what="signature", length=SIGNATURE_BYTES)
-        signed = canonical_json({name: value for name, value in record.items()
-                                 if name != "signature"})
+        if "signature" not in record:
+            signature, signed = b"", b""
+        else:
+            signature = decode_b64u(record["signature"], what="signature",
+                                    length=SIGNATURE_BYTES)
+            signed = canonical_json({name: value for name, value in record.items()
+                                     if name != "signature"})
     except (TypeError, ValueError) as error:
         return None, str(error)
     if record["hash"] != expected_hash:
         return record, f"record seq {seq} does not match its hash: its content was changed"
+    if "signature" not in record:
+        return record, ""  # vouched for by the signed record of its append (_vouchers)
     if record["signer"] != history.aid:
         return record, f"record seq {seq} is signed by {record['signer']!r}, not {history.aid}"
     try:

@@ -23,6 +23,7 @@ from anet_core.evidence import (
     EvidenceError,
     EvidenceHead,
     check_kind,
+    read_records,
     record_hash,
     verify,
 )
@@ -122,6 +123,78 @@ def test_data_must_be_an_object_of_bounded_size(path: Path, owner: Identity) -> 
     with pytest.raises(ValueError, match="not JSON"):
         chain.append("task.accepted", {"ratio": float("nan")})
     assert not path.exists() or path.read_bytes() == b""
+
+
+def test_an_append_signs_its_last_record_which_vouches_for_the_others(
+        path: Path, owner: Identity) -> None:
+    chain = fill(path, owner, 1)
+    records = chain.append_all([("task.accepted", {"n": n}) for n in range(3)])
+    signature_fields = {"signer", "keySeq", "signature"}
+    assert [signature_fields & record.keys() for record in records] == \
+        [set(), set(), signature_fields]  # type: ignore[union-attr]
+    assert [json.loads(line).keys() >= signature_fields for line in lines(path)] == \
+        [True, False, False, True]
+    report = verify(path, owner.verified_history)
+    assert report.ok and report.last == EvidenceHead(3, records[-1]["hash"])  # type: ignore
+    assert [(read.record["seq"], read.signed_in, read.problem)
+            for read in read_records(path, owner.verified_history)] == \
+        [(0, 0, ""), (1, 3, ""), (2, 3, ""), (3, 3, "")]
+
+
+def test_records_after_the_last_signed_one_prove_nothing_and_the_next_append_cuts_them(
+        path: Path, owner: Identity) -> None:
+    """A record written without the key (or what a crash left of an append before its signed
+    last line) is vouched for by nothing, and the node does not sign over it."""
+    fill(path, owner, 2)
+    last = json.loads(lines(path)[-1])
+    data = {"task": "forged"}
+    forged = {"seq": 2, "ts": last["ts"], "kind": "task.accepted", "data": data,
+              "prev": last["hash"],
+              "hash": record_hash(2, last["ts"], "task.accepted", data, last["hash"])}
+    with path.open("ab") as handle:
+        handle.write(canonical_json(forged) + b"\n")
+    report = verify(path, owner.verified_history)
+    assert {issue.reason for issue in report.issues} == {"unsigned-tail"}
+    assert report.last == EvidenceHead(1, last["hash"])
+    read = read_records(path, owner.verified_history)[-1]
+    assert read.signed_in is None and "not signed" in read.problem
+    appended = EvidenceChain(path, owner).append("task.answered", {"n": 2})
+    assert appended["seq"] == 2 and appended["prev"] == last["hash"]
+    assert verify(path, owner.verified_history).ok and b"forged" not in path.read_bytes()
+
+
+def test_an_unsigned_record_changed_with_its_hash_breaks_the_link_to_its_signed_one(
+        path: Path, owner: Identity) -> None:
+    chain = fill(path, owner, 1)
+    chain.append_all([("task.accepted", {"n": n}) for n in range(3)])
+
+    def change(kept: list[bytes]) -> list[bytes]:
+        record = json.loads(kept[2])
+        record["data"] = {"n": 99}
+        record["hash"] = record_hash(record["seq"], record["ts"], record["kind"], record["data"],
+                                     record["prev"])
+        return [*kept[:2], canonical_json(record) + b"\n", *kept[3:]]
+
+    rewrite(path, change)
+    report = verify(path, owner.verified_history)
+    assert [(issue.reason, issue.seq) for issue in report.issues] == [("changed", 3)]
+    assert [read.signed_in for read in read_records(path, owner.verified_history)] == \
+        [0, None, None, 3]
+
+
+def test_every_record_is_held_to_the_size_it_has_when_it_ends_its_append(
+        path: Path, owner: Identity) -> None:
+    chain = fill(path, owner, 1)
+    chain.append("task.accepted", {"blob": ""})
+    room = chain_module.MAX_RECORD_BYTES - len(lines(path)[-1])
+    fits, too_big = {"blob": "x" * room}, {"blob": "x" * (room + 1)}
+    outcomes = chain.append_all([("task.accepted", too_big), ("task.accepted", fits),
+                                 ("task.accepted", fits)])
+    assert isinstance(outcomes[0], ValueError) and "exceeds" in str(outcomes[0])
+    assert [record["seq"] for record in outcomes[1:]] == [2, 3]  # type: ignore[index]
+    assert len(lines(path)[-1]) == chain_module.MAX_RECORD_BYTES  # signed, to the byte
+    assert len(lines(path)[-2]) < chain_module.MAX_RECORD_BYTES  # unsigned: room to spare
+    assert verify(path, owner.verified_history).ok
 
 
 async def test_a_record_that_is_no_json_fails_alone(path: Path, owner: Identity) -> None:
@@ -344,7 +417,9 @@ def test_wrong_history(path: Path, owner: Identity, tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def pristine(owner: Identity, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = DataPaths(tmp_path_factory.mktemp("pristine")).evidence_chain
-    fill(path, owner, 6)
+    chain = fill(path, owner, 2)
+    chain.append_all([("task.accepted", {"task": f"t{index}"}) for index in range(2, 5)])
+    chain.append("task.accepted", {"task": "t5"})  # seq 2 and 3 are signed by seq 4 only
     return path
 
 
@@ -557,8 +632,10 @@ async def test_recover_appends_what_a_crash_took_from_the_chain_once(
             with path.open("r+b") as chain_file:
                 chain_file.truncate(cut)
         restarted = EvidenceChain(path, owner, journal=store)
+        # A torn last line takes its append with it: the record before it, unsigned, was
+        # vouched for by nothing else.
         assert restarted.recover() == {"nothing": 0, "the unsynced tail": 5,
-                                       "a torn last line": 1}[lost]
+                                       "a torn last line": 2}[lost]
         assert store.journaled_evidence() == []
         assert restarted.recover() == 0
     report = verify(path, owner.verified_history)

@@ -51,3 +51,19 @@ def test_show_a_record_and_a_changed_one(anet, data_dir: Path) -> None:
     assert "NOT VERIFIED" in anet("evidence", "list", check=True).stdout
     missing = anet("evidence", "show", "9")
     assert missing.returncode == 1 and "no record seq 9" in missing.stderr
+
+
+def test_show_names_the_record_whose_signature_vouches_for_a_record(anet, data_dir: Path) -> None:
+    """An append signs its last record only; `show` says which one vouches for the others."""
+    anet("init", check=True)
+    paths = DataPaths(data_dir)
+    chain = EvidenceChain(paths.evidence_chain, Identity.load(paths.identity))
+    chain.append("task.forwarded", {"taskId": "t-one"})
+    chain.append_all([("task.accepted", {"taskId": "t-two"}),
+                      ("task.finished", {"taskId": "t-one"})])
+    unsigned = anet("evidence", "show", "1", check=True).stdout
+    assert "signed    by record seq 2" in unsigned and "signer    -" in unsigned
+    assert "verified  yes" in unsigned
+    signed = json.loads(anet("evidence", "show", "2", "--json", check=True).stdout)
+    assert signed["signedIn"] == 2 and signed["verified"]
+    assert signed["signer"] == Identity.load(paths.identity).aid
