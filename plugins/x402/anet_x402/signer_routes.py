@@ -14,7 +14,6 @@ authorization (docs/payments.md, "Paying from an MCP host").
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from aiohttp import web
@@ -100,7 +99,7 @@ async def _paid(request: web.Request, tier: Tier) -> web.Response:
     try:
         message, signed, fresh = await sign(task, peer, index)
     except ReasonError as refused:
-        await asyncio.to_thread(node.evidence.append, "payment.refuse", {
+        await node.evidence.record("payment.refuse", {
             "taskId": task_id, "peer": peer, "reason": refused.reason, "tier": tier.value})
         if isinstance(refused, AnetError):
             raise
@@ -109,7 +108,7 @@ async def _paid(request: web.Request, tier: Tier) -> web.Response:
     if fresh:
         option = read_option(signed.payload["accepted"], task_id=task_id, peer=peer)
         kind, data = authorize_record(signed, peer, option)
-        await asyncio.to_thread(node.evidence.append, kind, data)
+        await node.evidence.record(kind, data)  # behind the records the loop queued before
     sent = await node.tasks.send_own(task_id, message)
     return web.json_response({"taskId": task_id, "signedNow": fresh, "nonce": signed.nonce,
                               "tier": signed.tier.value,
