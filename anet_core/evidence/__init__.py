@@ -21,7 +21,8 @@ dropping the newest records would leave a perfectly valid shorter chain.
 The daemon's chain has a journal (the node's store): a record is kept there in the commit of the
 change it records (:meth:`EvidenceChain.keep`; or, made outside a transaction, in one of its own),
 which the store's next flush makes durable before anyone is told of it, and appended to the
-chain a moment later (``APPEND_AFTER_S``), once its row is on disk, without an fsync of its own.
+chain up to ``APPEND_AFTER_S`` later (the records of that time share one append and one
+signature), once its row is on disk, without an fsync of its own.
 The chain is synced when its head moves (every :data:`HEAD_EVERY_RECORDS` records, when idle, when
 the node stops), and the journal then forgets what the chain holds on disk;
 :meth:`EvidenceChain.recover` appends, at start, what a crash of the machine took from the chain's

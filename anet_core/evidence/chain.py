@@ -47,13 +47,15 @@ HEAD_EVERY_RECORDS = 32
 this many records, and whenever no record came for :data:`HEAD_IDLE_S`, and when the node
 stops; the head then lags the chain by at most this plus one append."""
 HEAD_IDLE_S = 0.5
-APPEND_AFTER_S = 0.0005
+APPEND_AFTER_S = 0.02
 """How long queued records wait before their append, unless a caller waits for them or for
-records queued after them (:meth:`EvidenceChain.record_all`): the loop first does what their
-transaction's effects started. A forward to a backend writes its request three turns of the
-loop after its records were queued (the module's task, the forwarder's turn, the reader of the
-backend's answer); the append (a signature and a write per record) would otherwise run before
-it. Under load, the wait gathers more records into one write."""
+records queued after them (:meth:`EvidenceChain.record_all`), or an append's worth waits
+(:data:`MAX_APPEND_RECORDS`). The journal keeps them meanwhile, so the wait costs nothing in
+durability; it gathers the records of the tasks handled in that time into one append, one
+signature and one write (tasks one after another on the bench's network share appends two or
+three at a time: docs/performance.md, "The thirteenth pass"). And the append runs after the work
+their transaction started: a forward to a backend writes its request three turns of the loop
+after its records were queued."""
 MAX_HEAD_LAG = HEAD_EVERY_RECORDS + MAX_APPEND_RECORDS
 """How far behind the chain a crash may leave the head (see ``_current_tail``)."""
 
@@ -498,7 +500,8 @@ class EvidenceChain:
     def _enqueue(self, waiting: list[_Waiting], *, soon: bool) -> None:
         if waiting:
             self._waiting += waiting
-            self._schedule_append(soon=soon)
+            # A full append's worth goes at once: waiting longer gathers nothing more into it.
+            self._schedule_append(soon=soon or len(self._waiting) >= MAX_APPEND_RECORDS)
 
     def _schedule_append(self, *, soon: bool) -> None:
         """Append what waits: ``soon``, once the loop ran what is ready now (what the records'

@@ -84,7 +84,8 @@ async def test_hook_anet_requester_waiting(tmp_path: Path) -> None:
         seen = [event async for event in subscription]
         done = a.tasks.get(None, sent["id"])
         chain = tmp_path / "a" / "evidence" / "chain.jsonl"
-        await eventually(lambda: "greeter.answered" in chain.read_text(), "the turn's record")
+        await eventually(lambda: chain.exists() and "greeter.answered" in chain.read_text(),
+                         "the turn's record")
     assert done["artifacts"][0]["parts"] == [{"text": "hello Ada"}]
     assert [answer["messageId"] for answer in agent.answers] == [f"name-{sent['id']}"]
     assert turns[0].message is None and turns[0].extensions == frozenset({"urn:x"})
@@ -231,7 +232,8 @@ async def test_a_hold_on_the_first_message_rejects_the_task_and_sends_nothing(
         await eventually(lambda: state(a, fine["id"]) == "TASK_STATE_INPUT_REQUIRED")
         assert b.tasks.received(refused["id"]) is None
         chain = tmp_path / "a" / "evidence" / "chain.jsonl"
-        await eventually(lambda: "greeter.refused" in chain.read_text(), "the turn's record")
+        await eventually(lambda: chain.exists() and "greeter.refused" in chain.read_text(),
+                         "the turn's record")
     assert refused["status"]["state"] == "TASK_STATE_REJECTED" and again["id"] == refused["id"]
     assert refused["metadata"]["anet.reason"] == "rejected_by_policy"
     assert refused["status"]["message"]["parts"] == [{"text": "no passwords"}]

@@ -49,6 +49,13 @@ def message(text: str) -> dict[str, Any]:
             "parts": [{"text": text}]}
 
 
+def recorded(node: DemoNode, kind: str) -> Counter[str | None]:
+    """How many records of ``kind`` ``node``'s chain holds, per task."""
+    history = Identity.load(node.paths.identity).verified_history
+    return Counter(record.task_id
+                   for record in read_records(node.paths.evidence_chain, history, kind=kind))
+
+
 async def kill(node: DemoNode) -> None:
     os.kill(node.child.pid, signal.SIGKILL)
     await node.child.process.wait()
@@ -127,18 +134,18 @@ async def test_sigkill_loses_nothing_acknowledged_and_runs_nothing_twice() -> No
             # Acknowledged before a daemon died, each one ran (or waits for the operator).
             assert outcomes["TASK_STATE_COMPLETED"] >= 1
             assert len(acknowledged) >= ROUNDS * BATCH // 2
+            # Each step of each task is in its node's chain once, whoever died when (the chain
+            # appends a moment after the step: wait for the newest).
+            for node, kind, tasks in ((alice, "task.forwarded", list(acknowledged)),
+                                      (alice, "task.finished", completed),
+                                      (bob, "task.answered", completed)):
+                await eventually(lambda node=node, kind=kind, tasks=tasks: all(
+                    recorded(node, kind)[task_id] for task_id in tasks), f"every {kind} record")
+                assert {task_id: recorded(node, kind)[task_id] for task_id in tasks} == \
+                    dict.fromkeys(tasks, 1), kind
             for node in (alice, bob):
                 history = Identity.load(node.paths.identity).verified_history
                 report = verify(node.paths.evidence_chain, history)
                 assert report.ok, report.issues
-            # Each step of each task is in its node's chain once, whoever died when.
-            for node, kind, tasks in ((alice, "task.forwarded", list(acknowledged)),
-                                      (alice, "task.finished", completed),
-                                      (bob, "task.answered", completed)):
-                history = Identity.load(node.paths.identity).verified_history
-                recorded = Counter(record.task_id for record in read_records(
-                    node.paths.evidence_chain, history, kind=kind))
-                assert {task_id: recorded[task_id] for task_id in tasks} == \
-                    dict.fromkeys(tasks, 1), kind
     finally:
         shutil.rmtree(sockets, ignore_errors=True)

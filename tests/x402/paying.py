@@ -148,7 +148,9 @@ class Chain:
                 "SELECT task_id FROM payments WHERE status = 'settled'")]
 
     def evidence_kinds(self) -> list[str]:
-        lines = (self.alice.paths.root / "evidence" / "chain.jsonl").read_text().splitlines()
+        """Alice's records so far (the chain appends a moment after a task's step)."""
+        chain = self.alice.paths.root / "evidence" / "chain.jsonl"
+        lines = chain.read_text().splitlines() if chain.exists() else []
         return [json.loads(line)["kind"] for line in lines]
 
 
