@@ -213,6 +213,8 @@ class EvidenceChain:
         self._forgotten_through = 0
         """Journal ids: the last appended, the last on disk, the last the journal forgot."""
         self._waiting: list[_Waiting] = []
+        self._queued_from_loop = False
+        """Records went through the loop's writer: :meth:`append` would overtake them."""
         self._due: asyncio.Handle | None = None
         """The append of what waits, scheduled; ``_due_soon``: without APPEND_AFTER_S."""
         self._due_soon = False
@@ -227,7 +229,12 @@ class EvidenceChain:
         return self._path
 
     def append(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        """Append a record, fsync it, move the head; return the record as stored."""
+        """Append a record, fsync it, move the head; return the record as stored. Not on a
+        chain the event loop appends to (:meth:`record`, :meth:`keep`): the record would go
+        ahead of those queued there, out of order."""
+        if self._queued_from_loop:
+            raise RuntimeError("this chain's records go through the event loop; append with "
+                               "`await chain.record(kind, data)`, behind those queued before")
         outcome = self.append_all([(kind, data)])[0]
         if isinstance(outcome, Exception):
             raise outcome
@@ -498,6 +505,7 @@ class EvidenceChain:
     # moves the head) runs in a thread, and records queued meanwhile wait for it.
 
     def _enqueue(self, waiting: list[_Waiting], *, soon: bool) -> None:
+        self._queued_from_loop = True
         if waiting:
             self._waiting += waiting
             # A full append's worth goes at once: waiting longer gathers nothing more into it.

@@ -477,6 +477,21 @@ async def test_records_from_the_loop_share_appends_and_a_lagging_head_continues(
     assert report.ok and report.records == 12 and report.last.seq == 11  # type: ignore
 
 
+async def test_a_chain_the_loop_appends_to_refuses_appends_that_would_overtake_its_queue(
+        path: Path, owner: Identity) -> None:
+    """A synchronous append (from a thread, say) would go ahead of the records that wait for
+    the loop's next append: the chain would not hold them in the order they were made."""
+    chain = EvidenceChain(path, owner)
+    chain.append("task.accepted", {"n": 0})  # before the loop used it: a chain like the CLI's
+    chain.record_later("payment.refuse", {"n": 1})
+    with pytest.raises(RuntimeError, match="await chain.record"):
+        await asyncio.to_thread(chain.append, "payment.authorize", {"n": 2})
+    await chain.record("payment.authorize", {"n": 2})
+    assert [json.loads(line)["kind"] for line in lines(path)] == [
+        "task.accepted", "payment.refuse", "payment.authorize"]
+    await chain.close()
+
+
 async def test_a_new_chains_first_record_from_the_loop_brings_its_head(
         path: Path, owner: Identity) -> None:
     """A crash right after a new chain's first appends from the loop (no idle, no stop) must
