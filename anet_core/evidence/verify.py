@@ -189,18 +189,13 @@ def _check_record(line: bytes, history: VerifiedHistory) -> tuple[dict[str, Any]
         return None, "kind must be text and data an object"
     try:
         expected_hash = record_hash(seq, ts, record["kind"], record["data"], record["prev"])
-        if "signature" not in record:
-            signature, signed = b"", b""
-        else:
-            signature = decode_b64u(record["signature"], what="signature",
-                                    length=SIGNATURE_BYTES)
-            signed = canonical_json({name: value for name, value in record.items()
-                                     if name != "signature"})
+        signature = None if "signature" not in record else decode_b64u(
+            record["signature"], what="signature", length=SIGNATURE_BYTES)
     except (TypeError, ValueError) as error:
         return None, str(error)
     if record["hash"] != expected_hash:
         return record, f"record seq {seq} does not match its hash: its content was changed"
-    if "signature" not in record:
+    if signature is None:
         return record, ""  # vouched for by the signed record of its append (_vouchers)
     if record["signer"] != history.aid:
         return record, f"record seq {seq} is signed by {record['signer']!r}, not {history.aid}"
@@ -208,6 +203,7 @@ def _check_record(line: bytes, history: VerifiedHistory) -> tuple[dict[str, Any]
         public_key = history.signing_key_at(key_seq)
     except LookupError as error:
         return record, f"record seq {seq}: {error}"
+    signed = canonical_json({name: value for name, value in record.items() if name != "signature"})
     if not verify_with_key(public_key, EVIDENCE_CONTEXT, signed, signature):
         return record, f"record seq {seq} has a signature that does not verify"
     return record, ""
