@@ -5,6 +5,10 @@ envelopes of about 0.6 KiB with ``in_flight`` sends outstanding (each waits for 
 ``accepted``); the receiver takes each one, and its client acknowledges it to the hub once the
 receiver returned (``ACK_AFTER_TURNS`` later), as a node does. The rate is N over the time
 until the receiver took the last one. Used by ``bench/run.py`` and ``bench/hub_connections.py``.
+
+``node_loop_relay_rate`` runs the two clients on the event loop a node's daemon runs on (uvloop
+when the ``fast`` extra installed it, as ``make bench`` does; ``ANET_LOOP`` as for a node), in a
+thread of its own: a node's link is measured as a node runs it.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from anet_core.errors import AnetError
+from anet_core.event_loop import run_event_loop
 from anet_core.identity import Identity
 from anet_core.link import JoinState
 from anet_core.link.client import HubClient
 from anet_core.protocol.envelope import seal
+from anet_core.settings import Settings
 
 PAYLOAD = "x" * 200
 TIMEOUT_S = 120.0
@@ -80,3 +87,15 @@ async def relay_rate(pair: Pair, count: int, in_flight: int = 32) -> float:
     await asyncio.gather(*(pump() for _ in range(in_flight)))
     await until(lambda: received >= count, f"{count} envelopes to arrive")
     return count / (time.perf_counter() - started)
+
+
+def node_loop_relay_rate(url: str, work: Path, count: int, in_flight: int) -> float:
+    """:func:`relay_rate` of two fresh nodes under ``work`` at the hub at ``url``, on the loop
+    ``ANET_LOOP`` chooses for a node; blocks, so call it in a thread of its own."""
+    async def measure() -> float:
+        async with two_nodes(url, work) as pair:
+            return await relay_rate(pair, count, in_flight)
+
+    return run_event_loop(measure, Settings().loop, refusal=AnetError(
+        "bench-no-uvloop", "ANET_LOOP=uvloop: uvloop is not installed",
+        hint="pip install 'anet[fast]', or set ANET_LOOP=asyncio (or auto)"))

@@ -43,7 +43,7 @@ from pathlib import Path
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
-from relay import relay_rate, two_nodes, until
+from relay import node_loop_relay_rate, until
 
 from anet_core.demo.network import DemoNode, EmbeddedNetwork
 from anet_core.demo.progress import Progress
@@ -407,9 +407,10 @@ async def bench(args: argparse.Namespace) -> None:
                             f"{help_s * 1000:.0f} ms (median of {CLI_RUNS})")
         relay = None
         if not args.quick:
-            async with progress.step("hub relay") as relayed, \
-                    two_nodes(network.hub_url, network.work / "relay") as pair:
-                relay = await relay_rate(pair, args.envelopes, RELAY_IN_FLIGHT)
+            async with progress.step("hub relay") as relayed:
+                relay = await asyncio.to_thread(node_loop_relay_rate, network.hub_url,
+                                                network.work / "relay", args.envelopes,
+                                                RELAY_IN_FLIGHT)
                 relayed.result = (f"hub relay: {args.envelopes} envelopes, {RELAY_IN_FLIGHT} in "
                                   f"flight, {relay:,.0f} /s delivered and acknowledged")
         per_node = None if args.quick else await hub_per_node(network, args.nodes, progress)
