@@ -8,7 +8,6 @@ from __future__ import annotations
 from anet_core.identity.aid import (
     AID_PATTERN,
     AID_REGEX,
-    Aid,
     AidError,
     check_aid,
     derive_aid,
@@ -29,7 +28,6 @@ __all__ = [
     "AID_PATTERN",
     "AID_REGEX",
     "RAW_CONTEXT",
-    "Aid",
     "AidError",
     "DocumentError",
     "HistoryError",

@@ -5,9 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from typing import Annotated, Any
-
-from pydantic import StringConstraints
+from typing import Any
 
 from anet_core.errors import AnetError
 from anet_core.util.canonical import canonical_json
@@ -17,9 +15,6 @@ AID_REGEX = "[a-z2-7]{32}"
 
 AID_PATTERN = re.compile(rf"\A{AID_REGEX}\Z")
 """Anchored at both ends (``\\Z``, so a trailing newline does not slip through ``match``)."""
-
-Aid = Annotated[str, StringConstraints(pattern=rf"^{AID_REGEX}$")]
-"""An AID as a pydantic field type (frames and signed documents)."""
 
 AID_HINT = "copy the AID from `anet agents`"
 

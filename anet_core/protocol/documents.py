@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from anet_core.errors import ReasonError
 from anet_core.identity import (
-    Aid,
     DocumentError,
     Identity,
     VerifiedHistory,
     sign_document,
     verify_document,
 )
+from anet_core.protocol.fields import Aid
 from anet_core.util.canonical import b64u
 
 CARD_TYPE = "anet.card"

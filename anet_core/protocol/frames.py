@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 from pydantic.alias_generators import to_camel
 
 from anet_core.errors import ReasonError
-from anet_core.identity import Aid
 from anet_core.identity.history import MAX_HISTORY_LENGTH
+from anet_core.protocol.fields import Aid
 from anet_core.util.canonical import b64u, canonical_json
 
 if TYPE_CHECKING:

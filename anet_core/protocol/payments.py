@@ -25,8 +25,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from anet_core.errors import ReasonError
-from anet_core.identity import Aid, Identity, VerifiedHistory, sign_document
+from anet_core.identity import Identity, VerifiedHistory, sign_document
 from anet_core.protocol.documents import DirectoryDocError, SignedContent, checked_content
+from anet_core.protocol.fields import Aid
 
 RAIL_SCHEME = "exact"
 RAIL_NAMESPACE = "anet"

@@ -105,6 +105,20 @@ def test_status_with_the_daemon_running_loads_none_of_its_code(anet, data_dir: P
     assert daemon & NEVER_IN_A_DAEMON == set()
 
 
+def test_status_of_a_stopped_node_reads_its_identity_without_the_models(
+        anet, data_dir: Path) -> None:
+    """Offline, ``anet status`` shows the AID from the identity's verified key history: the keys
+    and their crypto load, the protocol's models (pydantic) do not (``anet_core.protocol.fields``
+    holds the AID field type, so ``anet_core.identity`` needs no pydantic)."""
+    anet("init", check=True)
+    result, loaded = run_logged(data_dir, "status", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    status = json.loads(result.stdout)
+    assert not status["running"] and status["aid"]
+    assert {"anet_core.identity", "nacl"} <= loaded
+    assert loaded & (HEAVY_FOR_A_COMMAND - {"anet_core.identity", "nacl"}) == set()
+
+
 def test_the_hub_loads_no_node_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     hub = HubProcess(tmp_path / "hub", free_port()).start()
