@@ -34,10 +34,11 @@ def build_parser(commands: Sequence[CliCommand],
         prog="anet", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parsers: dict[tuple[str, ...], argparse.ArgumentParser] = {(): parser}
     groups: dict[tuple[str, ...], argparse._SubParsersAction] = {}
-    children: dict[tuple[str, ...], list[str]] = {}
+    children: dict[tuple[str, ...], set[str]] = {}  # a group's commands and groups, by its path
     for command in commands:
         words = tuple(command.name.split())
-        children.setdefault(words[:-1], []).append(words[-1])
+        for depth in range(len(words)):
+            children.setdefault(words[:depth], set()).add(words[depth])
 
     def parser_for(path: tuple[str, ...], command: CliCommand | None) -> argparse.ArgumentParser:
         if path in parsers:
@@ -46,7 +47,7 @@ def build_parser(commands: Sequence[CliCommand],
         if path[:-1] not in groups:
             groups[path[:-1]] = parent.add_subparsers(
                 dest=f"_command_{len(path)}", metavar="COMMAND", title="commands")
-        group_help = "commands: " + ", ".join(sorted(children.get(path, [])))
+        group_help = "commands: " + ", ".join(sorted(children.get(path, ())))
         child = groups[path[:-1]].add_parser(
             path[-1], help=command.help if command else group_help,
             aliases=list(command.aliases) if command else [],

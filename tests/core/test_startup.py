@@ -170,6 +170,19 @@ def test_a_command_named_by_alias_parses_its_own_arguments() -> None:
     assert args.flag is True and args._command.name == "group other"
 
 
+def test_a_group_without_a_command_of_its_own_lists_its_commands_and_groups(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``anet publish`` has no command of its own, only the group ``publish token``: its line in
+    ``anet --help`` names ``token``, and the group's line names the group's commands."""
+    commands = [_refusing("top"), _refusing("group sub one"), _refusing("group sub two"),
+                _refusing("group leaf")]
+    for argv, listed in ((["--help"], "commands: leaf, sub"),
+                         (["group", "--help"], "commands: one, two")):
+        with pytest.raises(SystemExit):
+            build_parser(commands, argv).parse_args(argv)
+        assert listed in capsys.readouterr().out
+
+
 # --- lazy references ---------------------------------------------------------------------------
 
 
