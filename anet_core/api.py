@@ -58,7 +58,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "anet_core.cli.context": ("CliContext",),
     "anet_core.config": ("Config", "read_raw", "write_config"),
     "anet_core.control.client": ("AsyncControlClient",),
-    "anet_core.control.guard": ("LoopbackGuard", "TokenFile", "bind_loopback"),
+    "anet_core.control.guard": ("LoopbackGuard",),
+    "anet_core.control.loopback": ("TokenFile", "bind_loopback"),
     "anet_core.daemon": ("configure_logging", "running_pid"),
     "anet_core.doctor": ("CheckContext",),
     "anet_core.identity": (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from anet_core.config import initial_config, write_config
-from anet_core.control.guard import TokenFile
+from anet_core.control.loopback import TokenFile
 from anet_core.identity import Identity
 from anet_core.settings import DataPaths
 from anet_core.util.fsutil import private_dir

@@ -13,7 +13,8 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
-from anet_core.control.guard import Handler, LoopbackGuard, TokenFile, bind_loopback
+from anet_core.control.guard import Handler, LoopbackGuard
+from anet_core.control.loopback import TokenFile, bind_loopback
 from anet_core.errors import AnetError
 from anet_core.link import HubError
 from anet_core.node import NODE_KEY, Listener, Node

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import anet_a2a.plugin
-from anet_a2a.card import AGENTS_PATH
+from anet_a2a import AGENTS_PATH
 from anet_a2a.server import local_a2a
 from anet_a2a.state import StateDir
 from anet_core.control.client import ControlClient

@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from anet_core.control.guard import bind_loopback
+from anet_core.control.loopback import bind_loopback
 from tests.a2a.local import two_nodes
 
 

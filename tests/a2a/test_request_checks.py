@@ -60,7 +60,7 @@ async def test_token_required(local, http, authorization: str) -> None:
 
 
 async def test_control_token_refused_and_replaced_token_refused(local, http) -> None:
-    from anet_core.control.guard import TokenFile
+    from anet_core.control.loopback import TokenFile
 
     control = TokenFile(local.node.paths.control_token).ensure()
     status, _, _ = await post(http, local, json.dumps(SEND), Authorization=f"Bearer {control}")

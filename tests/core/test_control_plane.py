@@ -13,7 +13,7 @@ from aiohttp import web
 
 from anet_core import hookimpl
 from anet_core.control.client import ControlClient
-from anet_core.control.guard import TokenFile
+from anet_core.control.loopback import TokenFile
 from anet_core.control.server import build_app
 from anet_core.errors import AnetError
 from anet_core.link import HubError

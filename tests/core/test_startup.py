@@ -99,6 +99,12 @@ def test_status_with_the_daemon_running_loads_none_of_its_code(anet, data_dir: P
     assert "http.client" in loaded  # it did ask the daemon
     assert loaded & HEAVY_FOR_A_COMMAND == set()
 
+    # A module's command that asks the daemon loads no more than status does.
+    result, loaded = run_logged(data_dir, "agents", "peers", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout) == []  # no direct peers: it did ask
+    assert loaded & HEAVY_FOR_A_COMMAND == set()
+
     # The daemon `anet up` started wrote its own import log into its log file.
     daemon = imported((data_dir / "logs" / "anetd.log").read_text())
     assert {"anet_core.node", "anet_a2a.server", "aiohttp"} <= daemon
@@ -117,6 +123,20 @@ def test_status_of_a_stopped_node_reads_its_identity_without_the_models(
     assert not status["running"] and status["aid"]
     assert {"anet_core.identity", "nacl"} <= loaded
     assert loaded & (HEAVY_FOR_A_COMMAND - {"anet_core.identity", "nacl"}) == set()
+
+
+@pytest.mark.parametrize("argv", [
+    ["hub", "--help"], ["hub", "serve", "--help"], ["mcp", "--help"], ["mcp", "--print-config"],
+    ["publish", "token", "list", "--json"],
+])
+def test_a_module_command_that_serves_nothing_loads_no_server(argv: list[str],
+                                                              data_dir: Path) -> None:
+    """A command's parser and a command that reads a file load neither the hub's server, nor
+    the MCP SDK, nor the a2a module's listeners: what ``lazy`` names lives in a module of
+    its own (docs/plugins.md, "Loading nothing until it runs")."""
+    result, loaded = run_logged(data_dir, *argv)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert loaded & HEAVY_FOR_A_COMMAND == set()
 
 
 def test_the_hub_loads_no_node_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,12 +10,11 @@ import urllib.request
 from typing import Any
 
 from anet_a2a import hermes
-from anet_a2a.card import AGENTS_PATH
 from anet_a2a.state import StateDir
 from anet_core.api import AnetError, CliContext, Identity, check_aid
 
 CARD_FETCH_TIMEOUT_S = 10.0
-__all__ = ["AGENTS_PATH", "configure_wire", "run_rotate", "run_wire"]
+__all__ = ["configure_wire", "run_rotate", "run_wire"]
 
 
 def _wiring(state: StateDir) -> hermes.Wiring:

@@ -11,8 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
-"""Peer and alias names: one URL path segment, no dots (an agent id is ``<agent>@<peer>``)."""
+from anet_a2a import NAME
+
 ENV_REFERENCE = re.compile(r"\A\$\{([A-Za-z_][A-Za-z0-9_]*)\}\Z")
 MAX_RESPONSE_CAP = 96 * 1024 * 1024
 

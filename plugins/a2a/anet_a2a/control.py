@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from anet_a2a.card import AGENTS_PATH
+from anet_a2a import AGENTS_PATH
 from anet_a2a.doctor import REMEDY
 from anet_a2a.state import MODULE, StateDir
 from anet_core.api import NODE_KEY, AnetError, ControlRoutes, Node

@@ -21,7 +21,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
-from anet_a2a.card import AGENTS_PATH
+from anet_a2a import AGENTS_PATH
 from anet_core.api import AnetError, write_atomic, write_private
 
 SECTION = "a2a_agents"

@@ -79,14 +79,14 @@ def anet_doctor_checks(config: Config | None) -> list[DoctorCheck]:
 
 @hookimpl
 def anet_cli_commands() -> list[CliCommand]:
-    publish = "anet_a2a.publish.control"
+    publish = "anet_a2a.publish.commands"
     return [
         CliCommand("a2a rotate-token", "replace a2a_token.txt (refreshes the Hermes entries "
                    "anet wrote)", lambda parser: None, lazy("anet_a2a.cli:run_rotate"),
                    module="a2a"),
         CliCommand("agents peers", "list the direct peers and their agents (modules.a2a.peers)",
-                   lazy("anet_a2a.peers.control:configure_list"),
-                   lazy("anet_a2a.peers.control:run_list"), module="a2a"),
+                   lazy("anet_a2a.peers.commands:configure_list"),
+                   lazy("anet_a2a.peers.commands:run_list"), module="a2a"),
         CliCommand("publish token add", "make a token for the published surface (printed "
                    "once; only its hash is kept)", lazy(f"{publish}:configure_add"),
                    lazy(f"{publish}:run_add"), module="a2a"),

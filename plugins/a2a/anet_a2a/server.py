@@ -14,8 +14,7 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
-from anet_a2a import directory, jsonrpc, rest
-from anet_a2a.card import AGENTS_PATH
+from anet_a2a import AGENTS_PATH, directory, jsonrpc, rest
 from anet_a2a.checks import BODY_LIMIT, JSONRPC_ROUTE, REALM, RequestChecks, loopback_gate
 from anet_a2a.endpoint import ENDPOINT, Endpoint, name_activated
 from anet_a2a.portholder import find_holder

@@ -18,9 +18,13 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anet_a2a import MODULE
-from anet_core.api import DataPaths, Identity, TokenFile, bind_loopback, write_atomic
+from anet_core.api import DataPaths, TokenFile, bind_loopback, write_atomic
+
+if TYPE_CHECKING:
+    from anet_core.api import Identity
 
 PORT_RANGE = range(43811, 45811)
 HOST = "127.0.0.1"

@@ -49,6 +49,7 @@ from anet_core.protocol.frames import (
     Refusal,
     SearchFrame,
 )
+from anet_hub.defaults import DEFAULT_BURST, DEFAULT_MAX_ENVELOPE_BYTES, DEFAULT_RATE_PER_SECOND
 from anet_hub.deployment import (
     CLUSTER_EXTRA,
     SQLITE_FILE,
@@ -69,9 +70,6 @@ from anet_hub.storage import HubStorage, StorageError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_ENVELOPE_BYTES = 16 * 1024 * 1024
-DEFAULT_RATE_PER_SECOND = 50.0
-DEFAULT_BURST = 200
 DEFAULT_QUEUE_TTL_S = MAX_QUEUE_TTL_S
 FRAME_SLACK_BYTES = 64 * 1024
 """WebSocket messages may exceed the envelope limit by this much, so an oversize envelope is

@@ -56,6 +56,7 @@ from anet_core.protocol.frames import (
     answer_challenge,
     challenge_bytes,
 )
+from anet_hub.defaults import DEFAULT_FEDERATION_BURST, DEFAULT_FEDERATION_RATE_PER_SECOND
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,6 @@ RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
 HOME_CACHE_S = 300.0
 """How long this hub remembers which federated hub is an agent's home."""
-DEFAULT_RATE_PER_SECOND = 500.0
-DEFAULT_BURST = 2000
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,8 @@ class PeerHub:
 
 @dataclass(frozen=True)
 class FederationLimits:
-    rate_per_second: float = DEFAULT_RATE_PER_SECOND
-    burst: int = DEFAULT_BURST
+    rate_per_second: float = DEFAULT_FEDERATION_RATE_PER_SECOND
+    burst: int = DEFAULT_FEDERATION_BURST
 
     def __post_init__(self) -> None:
         if self.rate_per_second <= 0 or self.burst < 1:

@@ -20,9 +20,7 @@ MIB = 1024 * 1024
 
 def _configure_hub(parser: argparse.ArgumentParser) -> None:
     from anet_core.api import EVENT_LOOPS
-    from anet_hub import app as server
-    from anet_hub.federation import DEFAULT_BURST as DEFAULT_FEDERATION_BURST
-    from anet_hub.federation import DEFAULT_RATE_PER_SECOND as DEFAULT_FEDERATION_RATE
+    from anet_hub import defaults
 
     sub = parser.add_subparsers(dest="hub_command", metavar="SUBCOMMAND", required=True)
     serve = sub.add_parser("serve", help="run a hub in the foreground (Ctrl-C or SIGTERM stops it)")
@@ -35,12 +33,12 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--public-url", metavar="URL",
                        help="the URL nodes use, when a proxy makes it differ from HOST:PORT")
     serve.add_argument("--max-envelope-bytes", type=int, metavar="N",
-                       default=server.DEFAULT_MAX_ENVELOPE_BYTES,
+                       default=defaults.DEFAULT_MAX_ENVELOPE_BYTES,
                        help="largest envelope a node may send (default %(default)s = 16 MiB)")
     serve.add_argument("--rate", type=float, metavar="PER_SECOND",
-                       default=server.DEFAULT_RATE_PER_SECOND,
+                       default=defaults.DEFAULT_RATE_PER_SECOND,
                        help="requests per second per node (default %(default)s)")
-    serve.add_argument("--burst", type=int, default=server.DEFAULT_BURST,
+    serve.add_argument("--burst", type=int, default=defaults.DEFAULT_BURST,
                        help="requests a node may make at once above the rate "
                             "(default %(default)s)")
     serve.add_argument("--queue-ttl", default="168h", metavar="DURATION",
@@ -63,9 +61,9 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
                        help="forward to and accept forwards from the hub AID at URL "
                             "(ws://HOST:PORT), whose operator names this hub too; repeatable")
     serve.add_argument("--federation-rate", type=float, metavar="PER_SECOND",
-                       default=DEFAULT_FEDERATION_RATE,
+                       default=defaults.DEFAULT_FEDERATION_RATE_PER_SECOND,
                        help="requests per second from each federated hub (default %(default)s)")
-    serve.add_argument("--federation-burst", type=int, default=DEFAULT_FEDERATION_BURST,
+    serve.add_argument("--federation-burst", type=int, default=defaults.DEFAULT_FEDERATION_BURST,
                        help="requests a federated hub may make at once above the rate "
                             "(default %(default)s)")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shutil
 import sys
@@ -11,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from anet_core.api import CliContext
-from anet_mcp.server import collect_tools, serve_stdio
 
 
 def anet_command() -> list[str]:
@@ -46,6 +44,12 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         json.dump(host_config(ctx, args.name), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    # The server and the MCP SDK load here, not with this module: `--help` and `--print-config`
+    # need neither (about 0.8 s of imports).
+    import asyncio
+
+    from anet_mcp.server import collect_tools, serve_stdio
+
     module = ctx.plugins.modules.get("mcp")
     asyncio.run(serve_stdio(collect_tools(ctx.plugins), ctx.paths,
                             version=module.version if module else "0"))

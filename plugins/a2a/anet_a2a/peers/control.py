@@ -1,5 +1,6 @@
-"""Direct peers on the control plane (``/a2a/peers``), in ``anet agents peers`` and in
-``anet doctor`` (one check per peer: token resolvable, reachable, card valid; no task sent).
+"""Direct peers on the control plane (``/a2a/peers``, which ``anet agents peers`` reads:
+``peers/commands.py``) and in ``anet doctor`` (one check per peer: token resolvable, reachable,
+card valid; no task sent).
 
 Nothing here shows a token: a peer is described by its name, base URL, tags and what its last
 reading found.
@@ -7,7 +8,6 @@ reading found.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import re
 from typing import Any
@@ -26,7 +26,6 @@ from anet_core.api import (
     CheckContext,
     CheckResult,
     CheckStatus,
-    CliContext,
     DoctorCheck,
 )
 
@@ -134,26 +133,3 @@ async def _read_here(config: A2AConfig, peer: PeerConfig) -> dict[str, Any]:
                        for agent in discovery.agents]
     found["problems"] = discovery.problems
     return found
-
-
-def run_list(args: argparse.Namespace, ctx: CliContext) -> int:
-    peers = ctx.daemon.get("/a2a/peers")["peers"]
-    if args.json:
-        ctx.print_json(peers)
-        return 0
-    if not peers:
-        print("No direct peers. modules.a2a.peers in config.json names them (docs/a2a.md).")
-    for peer in peers:
-        tags = f"  [{', '.join(peer['tags'])}]" if peer["tags"] else ""
-        print(f"{peer['name']}  {peer['baseUrl']}{tags}")
-        if peer["error"]:
-            print(f"    error: {peer['error']}")
-        for agent in peer["agents"]:
-            tls = "tls" if agent["tls"] else "no tls"
-            print(f"    {agent['id']:<32} {tls}, card signature {agent['signature']}  "
-                  f"{agent['name']}")
-    return 0
-
-
-def configure_list(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON")

@@ -16,7 +16,8 @@ from urllib.parse import unquote
 
 from yarl import URL
 
-from anet_a2a.config import NAME, PeerConfig
+from anet_a2a import NAME
+from anet_a2a.config import PeerConfig
 from anet_a2a.jws import CardSignatureCheck, verify_card
 from anet_a2a.peers.client import PeerClient, resolve_token
 from anet_a2a.peers.guard import PeerError, check_url, origin

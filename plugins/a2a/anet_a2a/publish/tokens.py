@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anet_a2a.config import NAME
+from anet_a2a import NAME
 from anet_core.api import AnetError, write_private
 
 TOKEN_PREFIX = "anet_pub_"
