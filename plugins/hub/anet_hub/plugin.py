@@ -101,13 +101,13 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
-    from anet_hub import admin
-
     data = Path(args.data).expanduser().absolute()
     if args.hub_command == "serve":
         return _serve(args, ctx, data)
     if args.hub_command == "doctor":
         return _doctor(args, ctx, data)
+    from anet_hub import admin  # the operator's commands; a serving hub never runs them
+
     if args.hub_command == "approve":
         admin.approve(data, args.aid)
         print(f"Approved {args.aid}; if it is connected, it is registered within a second.")
