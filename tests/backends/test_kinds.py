@@ -11,7 +11,8 @@ import pytest
 
 from anet_backends import plugin
 from anet_backends.config import BackendsConfig
-from anet_backends.service import Backends, installed_kinds
+from anet_backends.kinds import installed_kinds
+from anet_backends.service import Backends
 from anet_core.api import AnetError, CheckStatus, InboundPolicy
 from anet_core.config import load_config
 from anet_core.doctor import CheckContext, all_checks, run_checks

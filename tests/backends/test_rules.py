@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from anet_backends import plugin
 from anet_backends.a2a_kind import A2A_KIND
 from anet_backends.config import Backend, BackendsConfig, Retry
-from anet_backends.service import Backends, check_policy, installed_kinds
+from anet_backends.kinds import installed_kinds
+from anet_backends.service import Backends, check_policy
 from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, hookimpl
 from anet_core.plugins import make_plugins
 from tests.backends.harness import Recorder, completed, fake_backend, inbound, make_harness

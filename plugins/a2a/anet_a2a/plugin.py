@@ -65,11 +65,15 @@ def anet_directory_sources(node: Node) -> list[DirectorySource]:
 def anet_doctor_checks(config: Config | None) -> list[DoctorCheck]:
     from anet_a2a import doctor
     from anet_a2a.config import A2AConfig
-    from anet_a2a.peers import control as peer_control
-    from anet_a2a.publish import control as publish_control
+    from anet_a2a.publish import checks as publish_checks
 
     block = None if config is None else config.module(MODULE, A2AConfig)
-    return peer_control.doctor_checks(block) + publish_control.doctor_checks(block) + [
+    peer_checks: list[DoctorCheck] = []
+    if block is not None and block.peers:  # the peers' client loads only when there are some
+        from anet_a2a.peers import checks as peers_checks
+
+        peer_checks = peers_checks.doctor_checks(block)
+    return peer_checks + publish_checks.doctor_checks(block) + [
         DoctorCheck("a2a-interface", MODULE, "the local A2A interface is up on its recorded "
                     "address, with no port conflict", doctor.interface_state),
         DoctorCheck("a2a-token", MODULE, "a2a_token.txt exists and only you can read it",

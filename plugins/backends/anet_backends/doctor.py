@@ -6,9 +6,10 @@ import asyncio
 import re
 from functools import partial
 
+from anet_backends import MODULE
 from anet_backends.config import Backend, BackendsConfig
+from anet_backends.kinds import installed_kinds
 from anet_backends.retry import retry_warning
-from anet_backends.service import MODULE, installed_kinds
 from anet_core.api import (
     AnetError,
     BackendKind,

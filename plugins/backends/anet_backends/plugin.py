@@ -49,8 +49,9 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
     @asynccontextmanager
     async def backends() -> AsyncIterator[None]:
         from anet_backends.config import BackendsConfig
+        from anet_backends.kinds import installed_kinds
         from anet_backends.retry import retry_warning
-        from anet_backends.service import SERVICE, Backends, check_policy, installed_kinds
+        from anet_backends.service import SERVICE, Backends, check_policy
 
         config = node.config.module(MODULE, BackendsConfig)
         if not config.backends:

@@ -10,6 +10,7 @@ from typing import Any
 from anet_backends import MODULE
 from anet_backends.config import Backend, BackendsConfig
 from anet_backends.forward import FAILED, FORWARDED, BackendTask, Forwarder, Record
+from anet_backends.kinds import kind_for
 from anet_backends.retry import RetryPlan
 from anet_core.api import (
     AnetError,
@@ -19,31 +20,10 @@ from anet_core.api import (
     InboundTask,
     NodeKey,
     NodeMetrics,
-    Plugins,
     TaskClaim,
 )
 
 log = logging.getLogger(__name__)
-
-
-def installed_kinds(plugins: Plugins) -> dict[str, BackendKind]:
-    """The backend kinds the installed modules declare (``anet_backend_kinds``), by scheme; a
-    scheme two modules claim is an error that names both."""
-    kinds = plugins.collect("anet_backend_kinds", unique=lambda kind: [
-        f"the backend scheme {scheme!r}" for scheme in kind.schemes])
-    return {scheme: kind for kind in kinds for scheme in kind.schemes}
-
-
-def kind_for(index: int, backend: Backend, kinds: dict[str, BackendKind]) -> BackendKind:
-    scheme = backend.target().scheme
-    if scheme not in kinds:
-        raise AnetError("backends-kind-unknown",
-                        f"modules.backends.backends[{index}].url {backend.url!r} (match "
-                        f"{backend.match!r}): no installed backend kind takes {scheme}:",
-                        hint="kinds installed: " + (", ".join(
-                            f"{kind.name} ({', '.join(kind.schemes)})"
-                            for kind in {k.name: k for k in kinds.values()}.values()) or "none"))
-    return kinds[scheme]
 
 
 OPEN_POLICY_HINT = ("keep the inbound policy trusted (or closed), or remove accept_untrusted "
