@@ -139,6 +139,17 @@ def test_a_module_command_that_serves_nothing_loads_no_server(argv: list[str],
     assert loaded & HEAVY_FOR_A_COMMAND == set()
 
 
+def test_doctor_loads_the_modules_checks_not_their_servers(anet, data_dir: Path) -> None:
+    """``anet doctor`` of a node with no backend and no peer: the a2a and backends modules' checks
+    load, their forwarder, listeners and peer client do not."""
+    anet("init", check=True)
+    result, loaded = run_logged(data_dir, "doctor", "--json")
+    assert json.loads(result.stdout)["checks"], result.stderr[-2000:]
+    assert {"anet_a2a.doctor", "anet_a2a.publish.checks", "anet_backends.doctor"} <= loaded
+    assert loaded & {"anet_backends.service", "anet_backends.forward", "anet_a2a.server",
+                     "anet_a2a.peers", "anet_a2a.publish.server"} == set()
+
+
 def test_the_hub_loads_no_node_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     hub = HubProcess(tmp_path / "hub", free_port()).start()
