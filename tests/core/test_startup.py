@@ -140,14 +140,17 @@ def test_a_module_command_that_serves_nothing_loads_no_server(argv: list[str],
 
 
 def test_doctor_loads_the_modules_checks_not_their_servers(anet, data_dir: Path) -> None:
-    """``anet doctor`` of a node with no backend and no peer: the a2a and backends modules' checks
-    load, their forwarder, listeners and peer client do not."""
+    """``anet doctor`` of a node with no backend and no peer: the modules' checks load, with the
+    clients they need (the x402 rail's); the node, the modules' forwarder, listeners, signing
+    service and peer client do not."""
     anet("init", check=True)
     result, loaded = run_logged(data_dir, "doctor", "--json")
     assert json.loads(result.stdout)["checks"], result.stderr[-2000:]
     assert {"anet_a2a.doctor", "anet_a2a.publish.checks", "anet_backends.doctor"} <= loaded
-    assert loaded & {"anet_backends.service", "anet_backends.forward", "anet_a2a.server",
-                     "anet_a2a.peers", "anet_a2a.publish.server"} == set()
+    assert loaded & (NODE_SIDE | {
+        "anet_core.evidence", "anet_backends.service", "anet_backends.forward",
+        "anet_a2a.peers", "anet_a2a.publish.server", "anet_x402.signer_service",
+        "anet_x402.balance"}) == set()
 
 
 def test_the_hub_loads_no_node_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,9 +55,9 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
 @hookimpl
 def anet_doctor_checks() -> list[DoctorCheck]:
     return [DoctorCheck("x402-tiers", MODULE, "the spending tiers, and today's spend against "
-                        "agent_daily_max", lazy("anet_x402.signer_service:tiers_state")),
+                        "agent_daily_max", lazy("anet_x402.payer_checks:tiers_state")),
             DoctorCheck("x402-credit", MODULE, "credit at the home hub's rail",
-                        lazy("anet_x402.balance:credit_check")),
+                        lazy("anet_x402.payer_checks:credit_check")),
             DoctorCheck("x402-prices", MODULE, "the prices are valid and each priced skill has "
                                                "a rail the node can reach",
                         lazy("anet_x402.provider_checks:prices_reachable"))]

@@ -25,13 +25,14 @@ from urllib.parse import urlsplit
 import aiohttp
 from pydantic import BaseModel, ValidationError
 
-from anet_core.api import Identity, ReasonError
+from anet_core.api import AnetError, Identity, ReasonError
 from anet_core.protocol.payments import (
     FACILITATOR_PATH,
     PaymentError,
     rail_hub,
     sign_balance_request,
 )
+from anet_x402.balance_cli import CREDIT_HINT
 
 if TYPE_CHECKING:  # x402's models load at the first request (docs/performance.md, "Idle memory")
     from x402.schemas import (
@@ -205,3 +206,22 @@ class RailClient:
                                               f"{answer.get('message', '')}")
         return RailError("rail-bad-answer", f"the hub rail at {self.url} answered {status}: "
                                             f"{str(answer)[:200]}")
+
+
+NOT_JOINED_HINT = "join a hub first: `anet join <hub URL>`"
+
+
+async def home_balance(identity: Identity, hub_url: str | None) -> Balances:
+    """``identity``'s credit at the rail of the hub at ``hub_url``; :class:`AnetError` when there
+    is no hub or its rail cannot tell."""
+    if not hub_url:
+        raise AnetError("x402-not-joined", "this node has no home hub, so no rail holds its "
+                                           "credit", hint=NOT_JOINED_HINT)
+    try:
+        async with RailClient(hub_url) as rail:
+            return await rail.balance(identity)
+    except RailError as error:
+        hint = (f"the node registers at its hub when it runs (`anet up`); {CREDIT_HINT}"
+                .format(aid=identity.aid) if error.reason == "unknown-agent"
+                else "`anet status` shows the hub connection")
+        raise AnetError(error.reason, error.message, hint=hint) from None

@@ -1,5 +1,6 @@
-"""The signing service on the running node: its lifespan, the requester hooks' handlers, the
-proxy card's a2a-x402 extension and the doctor's ``x402-tiers`` check (docs/payments.md)."""
+"""The signing service on the running node: its lifespan, the requester hooks' handlers and the
+proxy card's a2a-x402 extension (docs/payments.md). The doctor's ``x402-tiers`` check is in
+anet_x402.payer_checks."""
 
 from __future__ import annotations
 
@@ -12,16 +13,12 @@ from typing import Any
 
 from anet_core.api import (
     CardExtension,
-    CheckContext,
-    CheckResult,
-    CheckStatus,
     Node,
     NodeKey,
     PeerInfo,
     RequesterTurn,
     TurnHandler,
 )
-from anet_core.protocol.payments import format_amount
 from anet_x402.config import X402Config
 from anet_x402.rail import RailError
 from anet_x402.signer import (
@@ -113,34 +110,3 @@ def card_extensions(node: Node, peer: PeerInfo) -> list[CardExtension]:
                           description="Payments (a2a-x402): this node is the signing service; "
                                       "answer a quote with payment-submitted and the option in "
                                       "anet.payment.accept, no payload")]
-
-
-async def tiers_state(ctx: CheckContext) -> CheckResult:
-    config = ctx.config.module(MODULE, X402Config)
-    limits = Limits(config)
-    if not limits.configured:
-        return CheckResult(CheckStatus.WARN, "no spending tier is configured: every quote waits "
-                                             "for `anet pay`",
-                           hint="set modules.x402.auto_max and agent_max (docs/payments.md)")
-    book = PayerBook.of(ctx.paths)
-    try:
-        assets = sorted(set(config.auto_max) | set(config.agent_max)
-                        | set(config.agent_daily_max))
-        spent = {asset: book.spent(asset) for asset in assets}
-    finally:
-        book.close()
-    parts, over = [], []
-    for asset in assets:
-        daily = config.limit(config.agent_daily_max, asset)
-        parts.append(f"{asset}: auto {config.auto_max.get(asset, '0')}, agent "
-                     f"{config.agent_max.get(asset, '0')}, today "
-                     f"{format_amount(spent[asset], asset)} of "
-                     f"{config.agent_daily_max.get(asset, '0')}")
-        if daily and spent[asset] >= daily:
-            over.append(asset)
-    summary = "; ".join(parts)
-    if over:
-        return CheckResult(CheckStatus.WARN, summary,
-                           hint=f"agent_daily_max is reached for {', '.join(over)}: the agent's "
-                                "payments wait for `anet pay` until the next UTC day")
-    return CheckResult(CheckStatus.OK, summary)
