@@ -69,16 +69,14 @@ def run_daemon(settings: Settings) -> int:
     """Run the node in this process until SIGTERM or SIGINT. Returns the exit status."""
     # The node's code loads here, not when a command imports running_pid from this module.
     from anet_core.datadir import initialise
-    from anet_core.event_loop import run_event_loop
+    from anet_core.event_loop import run_node_event_loop
 
     paths = settings.paths
     initialise(paths)
     pid_handle = _hold_pid_file(paths)
     try:
         plugins = make_plugins(disabled=settings.disabled, trace=settings.trace_hooks)
-        run_event_loop(lambda: _serve(settings, plugins), settings.loop, refusal=AnetError(
-            "daemon-no-uvloop", "ANET_LOOP=uvloop: uvloop is not installed",
-            hint="pip install 'anet[fast]', or set ANET_LOOP=asyncio (or auto)"))
+        run_node_event_loop(lambda: _serve(settings, plugins), settings.loop)
         return 0
     finally:
         pid_handle.close()

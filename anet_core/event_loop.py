@@ -49,3 +49,11 @@ def run_event_loop(main: Callable[[], Coroutine[Any, Any, T]], choice: str, *,
     the loop is known, so a refused choice leaves none unawaited)."""
     with asyncio.Runner(loop_factory=loop_factory(choice, refusal=refusal)) as runner:
         return runner.run(main())
+
+
+def run_node_event_loop(main: Callable[[], Coroutine[Any, Any, T]], choice: str) -> T:
+    """:func:`run_event_loop` on the loop ``ANET_LOOP`` (``choice``) names for a node: the
+    daemon's, and the nodes ``make bench`` runs in its own process."""
+    return run_event_loop(main, choice, refusal=AnetError(
+        "daemon-no-uvloop", "ANET_LOOP=uvloop: uvloop is not installed",
+        hint="pip install 'anet[fast]', or set ANET_LOOP=asyncio (or auto)"))

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anet_core.errors import AnetError
-from anet_core.event_loop import run_event_loop
+from anet_core.event_loop import run_node_event_loop
 from anet_core.identity import Identity
 from anet_core.link import JoinState
 from anet_core.link.client import HubClient
@@ -96,6 +95,4 @@ def node_loop_relay_rate(url: str, work: Path, count: int, in_flight: int) -> fl
         async with two_nodes(url, work) as pair:
             return await relay_rate(pair, count, in_flight)
 
-    return run_event_loop(measure, Settings().loop, refusal=AnetError(
-        "bench-no-uvloop", "ANET_LOOP=uvloop: uvloop is not installed",
-        hint="pip install 'anet[fast]', or set ANET_LOOP=asyncio (or auto)"))
+    return run_node_event_loop(measure, Settings().loop)

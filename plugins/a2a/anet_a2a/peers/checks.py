@@ -1,6 +1,6 @@
 """``anet doctor``'s check of each direct peer: token resolvable, reachable, card valid; no
 task is sent. With the daemon running it asks the daemon to read the peer, else it reads the
-peer from this shell. Loaded only when peers are configured."""
+peer from this shell. ``anet doctor`` loads it only when peers are configured."""
 
 from __future__ import annotations
 
