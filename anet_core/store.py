@@ -405,12 +405,14 @@ class Store:
         self._db.execute("UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?,"
                          " last_error = ? WHERE seq = ?", (at, error, seq))
 
-    def outbox_sent_any(self, task_id: str) -> bool:
-        """True when an envelope of this task may have reached the hub (it was sealed for an
-        attempt)."""
-        rows = self._db.execute("SELECT seq FROM outbox WHERE task_id = ? AND envelope_id IS NOT"
-                                " NULL", (task_id,)).fetchall()
-        return any(row[0] not in self._sealed_ahead for row in rows)
+    def outbox_only_unsent(self, task_id: str) -> bool:
+        """True when this task has entries here and none of them can have reached the hub: each
+        is unsealed, or sealed as it was queued and not handed to the hub since. False once one
+        was handed to the hub, and once the hub took them all (they are gone)."""
+        rows = self._db.execute("SELECT seq, envelope_id FROM outbox WHERE task_id = ?",
+                                (task_id,)).fetchall()
+        return bool(rows) and all(envelope_id is None or seq in self._sealed_ahead
+                                  for seq, envelope_id in rows)
 
     def count_tasks(self) -> list[tuple[str, str, int]]:
         """(role, state, how many) for every role and state that has tasks."""

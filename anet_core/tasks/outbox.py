@@ -245,7 +245,8 @@ class Outbox:
         # Accepted (durable=False): no fsync. Losing this commit to an OS crash only brings back
         # what a crash between the hub's answer and the commit always could: the entry, sealed,
         # is sent again under the same envelope id, which the receiver drops as a replay, and
-        # outbox_sent_any() still counts it as having reached the hub. A refusal fails the task
+        # Store.outbox_only_unsent() counts it as maybe sent (a restart forgets which entries
+        # were sealed ahead and never handed over). A refusal fails the task
         # and records evidence, so it stays durable.
         with self._store.transaction(durable=durable):
             self._store.outbox_done(entry.seq)

@@ -352,8 +352,7 @@ class Requester:
                             f"task {task_id} is already {TaskState(stored.state).word}")
         effects = Effects()
         with self._store.transaction(durable=False):
-            known = stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS)
-            reached_hub = known != EffectStatus.NONE or self._store.outbox_sent_any(task_id)
+            reached_hub = self._may_have_left(stored)
             self._store.outbox_withdraw(task_id)
             if reached_hub:
                 self._queue(stored.peer_aid, wire_body(TaskCancel(
@@ -536,8 +535,7 @@ class Requester:
             if now - stored.last_heard_at < no_response_after:
                 continue
             with self._store.transaction(durable=False):
-                known = stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS)
-                reached_hub = known != EffectStatus.NONE or self._store.outbox_sent_any(stored.id)
+                reached_hub = self._may_have_left(stored)
                 self._store.outbox_withdraw(stored.id)
                 note = (f"No answer from {stored.peer_aid} for {no_response_after:g} s"
                         if reached_hub else
@@ -555,8 +553,9 @@ class Requester:
         stored = self._open_task_of(entry)
         if stored is None:
             return effects
-        effect = EffectStatus(stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS,
-                                                          EffectStatus.NONE))
+        # Until the provider's first update the refused message is the task's only one.
+        effect = EffectStatus.NONE if stored.state_seq == 0 else EffectStatus(
+            stored.task["metadata"][TaskMetadata.EFFECT_STATUS])
         if error.unknown_agent:
             reason = Reason.UNKNOWN_AGENT
         elif error.reason == "not-federated":
@@ -572,6 +571,11 @@ class Requester:
         queue_message(self._store, self._hub, self._identity, peer_aid, body, task_id=task_id,
                       keys=self._services.seal_keys)
 
+    def _may_have_left(self, stored: StoredTask) -> bool:
+        """Whether the provider can have the task's message: it answered, or the message was
+        handed to the hub (the hub may have taken it, or took it and the entry is gone)."""
+        return stored.state_seq > 0 or not self._store.outbox_only_unsent(stored.id)
+
     def _open_task_of(self, entry: OutboxEntry) -> StoredTask | None:
         """The open task an outbox entry of this side belongs to; None for an entry of the
         provider's (its updates share the outbox, and nothing here follows them) and for a
@@ -582,14 +586,13 @@ class Requester:
         return None if stored is None or state_of(stored.task).is_terminal else stored
 
     def on_accepted(self, entry: OutboxEntry) -> Effects:
-        """The hub stored a message of this task: the provider can act on it from now on."""
+        """The hub took a message of this task. The task said ``possible`` since the message
+        was queued, so only a task that waited for room at the hub (``on_deferred``, after an
+        attempt) changes: it waits no more."""
         effects = Effects()
-        stored = self._open_task_of(entry)
+        stored = self._open_task_of(entry) if entry.attempts else None
         if stored is None:
             return effects
-        if stored.task["metadata"].get(TaskMetadata.EFFECT_STATUS) == EffectStatus.NONE:
-            set_meta(stored.task, effect=EffectStatus.POSSIBLE)
-            self._store.save_task(stored)
         if stored.task["metadata"].get(TaskMetadata.REASON) == Reason.HUB_STORAGE_FULL:
             set_status(stored.task, state_of(stored.task))  # the hub had room after all
             set_meta(stored.task, reason=None)
@@ -642,8 +645,12 @@ class Requester:
         sent = message | {"contextId": context_id, "taskId": task_id}
         task: dict[str, Any] = {"id": task_id, "contextId": context_id, "history": [sent]}
         state = TaskState.TASK_STATE_SUBMITTED
-        set_meta(task, state_seq=0, effect=EffectStatus.NONE)
-        if refused is not None and refused.hold is not None:
+        held = refused is not None and refused.hold is not None
+        # A queued message leaves when it can, and the agent may act on it from then on: a
+        # reader is never told ``none`` while it may be running (docs/mcp.md). Whether it left
+        # is asked of the outbox only when the task ends here (_may_have_left).
+        set_meta(task, state_seq=0, effect=EffectStatus.NONE if held else EffectStatus.POSSIBLE)
+        if held:
             state = TaskState.TASK_STATE_REJECTED
             set_status(task, state, message=None if refused.status is None else refused.status | {
                 "role": "ROLE_AGENT", "contextId": context_id, "taskId": task_id})

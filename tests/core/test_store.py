@@ -84,7 +84,7 @@ async def test_outbox_keeps_order_and_envelope(tmp_path: Path) -> None:
         again = store.outbox_due(time.time() + 61)
         assert [entry.body["n"] for entry in again] == [0, 1, 2]
         assert again[0].envelope == {"id": "env-1", "to": "p" * 32} and again[0].attempts == 1
-        assert store.outbox_sent_any("t")
+        assert not store.outbox_only_unsent("t")  # the first one was sealed for an attempt
         assert store.outbox_withdraw("t") == 3 and store.outbox_next_attempt() is None
 
 
@@ -93,13 +93,18 @@ async def test_an_envelope_sealed_ahead_is_unsent_until_its_attempt(tmp_path: Pa
         store.enqueue("p" * 32, {"n": 0}, task_id="t", envelope={"id": "env-1"})
         entry, = store.outbox_due(time.time())
         assert entry.envelope == {"id": "env-1"}
-        assert not store.outbox_sent_any("t")  # sealed, never handed to the hub
+        assert store.outbox_only_unsent("t")  # sealed, never handed to the hub
         store.outbox_attempt(entry.seq)
-        assert store.outbox_sent_any("t")
+        assert not store.outbox_only_unsent("t")
+        store.outbox_done(entry.seq)
+        assert not store.outbox_only_unsent("t")  # the hub took it
         store.enqueue("p" * 32, {"n": 1}, task_id="u", envelope={"id": "env-2"})
+        store.enqueue("p" * 32, {"n": 2}, task_id="w")
+        assert store.outbox_only_unsent("u") and store.outbox_only_unsent("w")
     async with open_store(tmp_path / "anet.db") as store:
         # after a restart nothing says it was not sent: it counts as maybe sent
-        assert store.outbox_sent_any("u")
+        assert not store.outbox_only_unsent("u")
+        assert store.outbox_only_unsent("w")  # never sealed, so never sent
 
 
 async def test_seen_envelopes_expire(tmp_path: Path) -> None:

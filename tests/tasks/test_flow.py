@@ -210,6 +210,27 @@ async def test_cancel_before_the_hub_took_it_has_no_effect(tmp_path: Path, hub: 
         assert hub.seen == []
 
 
+async def test_a_task_never_says_none_while_its_message_can_reach_the_agent(
+        tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        hub.receivers.pop(b.aid)  # b is offline: the hub keeps the envelope, b says nothing
+        told: list[str] = []  # what a reader of the task sees as the hub gets the message
+        give = a.hub.send
+
+        async def send(envelope: dict[str, Any]) -> None:
+            (task_id,) = [entry.task_id for entry in a.store.outbox_due(float("inf"))]
+            told.append(a.tasks.get(None, task_id)["metadata"]["anet.effect_status"])
+            await give(envelope)
+
+        monkeypatch.setattr(a.hub, "send", send)
+        task = await a.tasks.send(b.aid, user_message("on its way"))
+        assert task["metadata"]["anet.effect_status"] == "possible"
+        await eventually(lambda: a.store.outbox_next_attempt() is None)  # the hub took it
+        assert told == ["possible"]
+        # The hub's acceptance changed nothing the client was told: the task is as it was sent.
+        assert a.tasks.get(None, task["id"]) == task
+
+
 async def _send_while_hub_refuses_delivery(a, b):
     # The link says registered while the hub drops: the message waits in the outbox.
     hub = a.hub.hub
