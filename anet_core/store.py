@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from anet_core.errors import AnetError
-from anet_core.util.canonical import decode_cursor, encode_cursor
+from anet_core.util.canonical import compact_json, decode_cursor, encode_cursor
 
 
 class TaskRole(StrEnum):
@@ -176,15 +176,18 @@ class StoredTask:
 
 @dataclass(frozen=True)
 class OutboxEntry:
-    """A task message waiting for the hub; ``envelope`` is None until its first attempt."""
+    """A task message waiting for the hub. ``envelope``: the sealed envelope's JSON text, as it
+    is sent every time (the link hands it on without encoding it again); None, as
+    ``envelope_id``, until it is sealed."""
 
     seq: int
     peer_aid: str
     task_id: str
     body: dict[str, Any]
-    envelope: dict[str, Any] | None
+    envelope: str | None
     attempts: int
     created_at: float = 0.0
+    envelope_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -366,7 +369,7 @@ class Store:
             "INSERT INTO outbox (peer_aid, task_id, body_json, envelope_id, envelope_json,"
             " created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (peer_aid, task_id, json.dumps(body), envelope and envelope["id"],
-             envelope and json.dumps(envelope), now, now))
+             envelope and compact_json(envelope), now, now))
         if envelope is not None:
             self._sealed_ahead.add(cursor.lastrowid)
 
@@ -379,19 +382,20 @@ class Store:
                 break  # keep the order: nothing overtakes an entry that waits for a retry
             due.append(OutboxEntry(
                 seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
-                body=json.loads(row["body_json"]),
-                envelope=json.loads(row["envelope_json"]) if row["envelope_json"] else None,
-                attempts=row["attempts"], created_at=row["created_at"]))
+                body=json.loads(row["body_json"]), envelope=row["envelope_json"],
+                attempts=row["attempts"], created_at=row["created_at"],
+                envelope_id=row["envelope_id"]))
         return due
 
     def outbox_next_attempt(self) -> float | None:
         row = self._db.execute("SELECT next_attempt_at FROM outbox ORDER BY seq LIMIT 1").fetchone()
         return None if row is None else row[0]
 
-    def outbox_sealed(self, seq: int, envelope: dict[str, Any]) -> None:
-        """Keep the sealed envelope: from now on every attempt sends exactly this one."""
+    def outbox_sealed(self, seq: int, envelope_id: str, text: str) -> None:
+        """Keep the sealed envelope (``text``, its JSON): from now on every attempt sends
+        exactly this one."""
         self._db.execute("UPDATE outbox SET envelope_id = ?, envelope_json = ? WHERE seq = ?",
-                         (envelope["id"], json.dumps(envelope), seq))
+                         (envelope_id, text, seq))
 
     def outbox_attempt(self, seq: int) -> None:
         """The entry is about to be handed to the hub: it may reach it from now on."""

@@ -27,6 +27,7 @@ from anet_core.link import JoinState
 from anet_core.link.client import HubClient
 from anet_core.protocol.envelope import seal
 from anet_core.settings import Settings
+from anet_core.util.canonical import compact_json
 
 PAYLOAD = "x" * 200
 TIMEOUT_S = 120.0
@@ -75,8 +76,10 @@ async def relay_rate(pair: Pair, count: int, in_flight: int = 32) -> float:
 
     pair.receiver.set_receiver(receive)
     recipient = pair.receiver_identity
-    queue = [seal(pair.sender_identity, recipient.aid, recipient.encryption_public_key,
-                  {"n": index, "text": PAYLOAD}) for index in range(count)]
+    # Each as a node's outbox hands it to the link: the JSON text kept when it was sealed.
+    queue = [compact_json(seal(pair.sender_identity, recipient.aid,
+                               recipient.encryption_public_key, {"n": index, "text": PAYLOAD}))
+             for index in range(count)]
 
     async def pump() -> None:
         while queue:

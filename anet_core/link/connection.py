@@ -262,8 +262,8 @@ class HubConnection:
     async def request(self, frame: dict[str, Any], *, text: str | None = None) -> HubFrame:
         """Send a request and return its answer; an ``error`` answer raises HubError. Paced to
         the hub's limits; ``rate-limited`` is retried after ``retryAfter`` until
-        ``RATE_LIMIT_DEADLINE_S`` after the first try. ``text`` is ``frame`` encoded, when the
-        caller has it already (:func:`compact_json`)."""
+        ``RATE_LIMIT_DEADLINE_S`` after the first try. ``text`` is the frame encoded, when the
+        caller has it already (:func:`compact_json`); ``frame`` then only names its type."""
         budget = RATE_LIMIT_DEADLINE_S
         deadline = time.monotonic() + budget
         encoded = compact_json(frame) if text is None else text

@@ -139,8 +139,9 @@ class HubLink(Protocol):
     @property
     def status(self) -> JoinStatus: ...
 
-    async def send(self, envelope: dict[str, Any]) -> None:
-        """Hand a sealed envelope to the hub; returns once the hub has stored it.
+    async def send(self, envelope: dict[str, Any] | str) -> None:
+        """Hand a sealed envelope to the hub; returns once the hub has stored it. ``envelope``
+        is the envelope or its JSON text (the outbox keeps that), which is sent as it is.
 
         Raises :class:`HubError` when the hub is unreachable or refuses it (size, rate,
         unknown recipient); the caller keeps the envelope and tries again later.

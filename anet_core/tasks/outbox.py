@@ -24,6 +24,7 @@ from anet_core.protocol.envelope import SealKeys, seal
 from anet_core.store import OutboxEntry, Store
 from anet_core.tasks.common import Effects, Services
 from anet_core.util.backoff import Backoff
+from anet_core.util.canonical import compact_json
 from anet_core.wire import TaskState
 
 log = logging.getLogger(__name__)
@@ -201,10 +202,11 @@ class Outbox:
                 if not peer.encryption_key:
                     raise HubError("unknown-agent",
                                    f"{entry.peer_aid} has no verified encryption key")
-                envelope = seal(self._identity, entry.peer_aid, peer.encryption_key,
-                                entry.body, keys=self._services.seal_keys)
+                sealed = seal(self._identity, entry.peer_aid, peer.encryption_key, entry.body,
+                              keys=self._services.seal_keys)
+                envelope = compact_json(sealed)
                 with self._store.transaction(durable=False):
-                    self._store.outbox_sealed(entry.seq, envelope)
+                    self._store.outbox_sealed(entry.seq, sealed["id"], envelope)
             # On disk before it leaves: the entry (its task's change) and, once sealed, the
             # envelope, so that a resend after any crash carries the same id.
             await self._store.flush()
@@ -214,7 +216,7 @@ class Outbox:
         except HubError as error:
             if error.reason in PERMANENT_REFUSALS:
                 log.warning("event=envelope-refused-for-good id=%s task=%s reason=%s message=%r",
-                            entry.envelope["id"] if entry.envelope else "unsealed",
+                            entry.envelope_id or "unsealed",
                             entry.task_id, error.reason, error.message)
                 refusal = error  # the except block unbinds ``error`` when it ends
                 await self._finish(entry, lambda: self._on_refused(entry, refusal))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 
@@ -11,6 +12,7 @@ import pytest
 from anet_core.identity import verify_history
 from anet_core.link import HubError
 from anet_core.protocol.envelope import open_envelope, seal
+from anet_core.util.canonical import compact_json
 from tests.support.waiting import eventually
 
 SECRET = "TOP-SECRET-PLAINTEXT-7f3a9c"
@@ -40,6 +42,18 @@ async def test_online_relay_and_ack(hub, nodes, inbox_factory):
     bob_aid = nodes.identity("bob").aid
     await eventually(lambda: not hub.state.relay.connections[bob_aid]._inflight)
     assert await queued(hub, bob_aid) == []  # acknowledged, so forgotten
+
+
+async def test_an_envelope_handed_over_as_its_text_arrives_as_the_envelope(hub, nodes,
+                                                                         inbox_factory):
+    # The outbox hands the link the JSON it stored with the sealed envelope, as it is.
+    inbox = inbox_factory()
+    await nodes.connect("bob", hub, receiver=inbox)
+    alice = await nodes.connect("alice", hub)
+    envelopes = [envelope_for(nodes, "alice", "bob", {"n": index}) for index in range(2)]
+    await alice.send(compact_json(envelopes[0]))
+    await alice.send(json.dumps(envelopes[1], indent=1))  # any JSON text of it (older stores)
+    assert await inbox.wait_for(2) == envelopes
 
 
 async def test_offline_queue_is_delivered_in_order_on_reconnect(hub, nodes, inbox_factory):

@@ -6,6 +6,7 @@ Nodes use it through ``tests.support.nodes.open_node``."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -117,8 +118,8 @@ class FakeLink:
             return JoinStatus(JoinState.UNREACHABLE, "ws://fake", 0.0, "The hub is unreachable.")
         return JoinStatus(JoinState.REGISTERED, "ws://fake", 0.0, "Registered at ws://fake.")
 
-    async def send(self, envelope: dict[str, Any]) -> None:
-        self.hub.accept(envelope)
+    async def send(self, envelope: dict[str, Any] | str) -> None:
+        self.hub.accept(json.loads(envelope) if isinstance(envelope, str) else envelope)
 
     def set_receiver(self, receiver: EnvelopeReceiver, *,
                      flush: Callable[[], Awaitable[None]] | None = None) -> None:
