@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -183,11 +184,16 @@ class OutboxEntry:
     seq: int
     peer_aid: str
     task_id: str
-    body: dict[str, Any]
+    body_json: str
     envelope: str | None
     attempts: int
     created_at: float = 0.0
     envelope_id: str | None = None
+
+    @cached_property
+    def body(self) -> dict[str, Any]:
+        """The message, decoded when first asked for: a sealed entry is sent without it."""
+        return json.loads(self.body_json)
 
 
 @dataclass(frozen=True)
@@ -382,7 +388,7 @@ class Store:
                 break  # keep the order: nothing overtakes an entry that waits for a retry
             due.append(OutboxEntry(
                 seq=row["seq"], peer_aid=row["peer_aid"], task_id=row["task_id"],
-                body=json.loads(row["body_json"]), envelope=row["envelope_json"],
+                body_json=row["body_json"], envelope=row["envelope_json"],
                 attempts=row["attempts"], created_at=row["created_at"],
                 envelope_id=row["envelope_id"]))
         return due

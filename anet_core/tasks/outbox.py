@@ -98,12 +98,15 @@ def _superseded(due: list[OutboxEntry]) -> list[OutboxEntry]:
     """Progress updates queued before their task's terminal update: they need not leave. The
     terminal update carries the final status, every artifact and the receipt, and the
     requester applies it at once (docs/protocol.md), so it says all they said; a backend that
-    answers at once costs one envelope, not one per event."""
+    answers at once costs one envelope, not one per event. Without progress among them (the
+    usual case: progress is never sealed as it is queued), no body is decoded."""
+    progress = [(index, entry) for index, entry in enumerate(due) if _is_progress(entry)]
+    if not progress:
+        return []
     ended = {entry.task_id: index for index, entry in enumerate(due)
              if entry.body.get("type") == "task.update"
              and TaskState(entry.body["status"]["state"]).is_terminal}
-    return [entry for index, entry in enumerate(due)
-            if index < ended.get(entry.task_id, -1) and _is_progress(entry)]
+    return [entry for index, entry in progress if index < ended.get(entry.task_id, -1)]
 
 
 class Outbox:
