@@ -3,11 +3,11 @@
 A hub is a payment rail (docs/payments.md): it keeps a ledger of credit per AID and settles a
 payment authorization that the payer's node signed, returning a settlement signed by the hub.
 x402 objects (https://github.com/coinbase/x402) carry them. In a ``PaymentRequirements`` for a
-rail the ``scheme`` is :data:`RAIL_SCHEME`, the ``network`` names the hub
-(:func:`rail_network`), the ``asset`` is a code of :data:`ASSET_DECIMALS`, the ``amount`` is in
-the asset's smallest unit, ``payTo`` is the payee's AID and ``extra["task"]`` the task the
-payment is for. The ``payload`` of the ``PaymentPayload`` is ``{"authorization": <signed
-authorization>}``.
+rail the ``scheme`` is ``RAIL_SCHEME``, the ``network`` names the hub (``rail_network``), the
+``asset`` is a code of ``ASSET_DECIMALS`` (the three in anet_core/protocol/amounts.py), the
+``amount`` is in the asset's smallest unit, ``payTo`` is the payee's AID and ``extra["task"]``
+the task the payment is for. The ``payload`` of the ``PaymentPayload`` is ``{"authorization":
+<signed authorization>}``.
 
 Authorizations, settlements and balance requests are signed documents
 (``anet_core.identity.documents``), so their signature covers every field and a key rotation
@@ -16,28 +16,20 @@ is handled like everywhere else.
 
 from __future__ import annotations
 
-import re
 import secrets
 import time
-from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from anet_core.errors import ReasonError
 from anet_core.identity import Identity, VerifiedHistory, sign_document
+from anet_core.protocol.amounts import PaymentError, asset_decimals, rail_hub
 from anet_core.protocol.documents import DirectoryDocError, SignedContent, checked_content
 from anet_core.protocol.fields import Aid
 
-RAIL_SCHEME = "exact"
-RAIL_NAMESPACE = "anet"
 AUTHORIZATION_TYPE = "anet.payment-authorization/v1"
 SETTLEMENT_TYPE = "anet.settlement/v1"
 BALANCE_REQUEST_TYPE = "anet.balance-request/v1"
-
-ASSET_DECIMALS: dict[str, int] = {"USD": 2, "EUR": 2, "USDC": 6}
-"""The assets a rail keeps, with the number of decimals of each (a price of ``0.001`` USD is
-refused: a cent is the smallest unit)."""
 
 MAX_VALIDITY_S = 3600
 """The longest validity window an authorization may ask for."""
@@ -49,62 +41,9 @@ FACILITATOR_PATH = "/x402"
 {path}/settle`` (body ``{x402Version, paymentPayload, paymentRequirements}``), ``GET
 {path}/supported``, and ``POST {path}/balance`` (body: a signed balance request)."""
 
-_DECIMAL = re.compile(r"\d{1,30}(\.\d{1,30})?")
 _ATOMIC = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,38}$")]
 _NONCE = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 _Word = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-
-
-class PaymentError(ReasonError, ValueError):
-    """A price, amount, rail or payment document that must be refused. ``reason`` (kebab-case):
-    ``not-a-price``, ``unknown-asset``, ``too-many-decimals``, ``not-a-rail``, or, for a
-    document, ``authorization-…``, ``settlement-…``, ``balance-request-…`` (what failed)."""
-
-
-def rail_network(hub_aid: str) -> str:
-    """The x402 ``network`` of the rail at the hub ``hub_aid`` (a CAIP-2 style ``ns:ref``)."""
-    return f"{RAIL_NAMESPACE}:{hub_aid}"
-
-
-def rail_hub(network: str) -> str:
-    """The AID of the hub whose rail ``network`` names."""
-    namespace, _, hub_aid = network.partition(":")
-    if namespace != RAIL_NAMESPACE or not hub_aid:
-        raise PaymentError("not-a-rail", f"the network {network!r} is not a hub rail; a rail is "
-                                         f"named {RAIL_NAMESPACE}:<hub AID>")
-    return hub_aid
-
-
-def asset_decimals(asset: str) -> int:
-    try:
-        return ASSET_DECIMALS[asset]
-    except KeyError:
-        raise PaymentError("unknown-asset", f"the asset {asset!r} is not kept by hub rails; use "
-                                            f"one of {', '.join(sorted(ASSET_DECIMALS))}") from None
-
-
-def parse_amount(text: object, asset: str) -> int:
-    """``text``, a positive decimal string such as ``"0.05"``, in the asset's smallest unit."""
-    decimals = asset_decimals(asset)
-    if not isinstance(text, str) or not _DECIMAL.fullmatch(text):
-        raise PaymentError("not-a-price", f"the amount {text!r} is not a positive decimal "
-                                          f"string; write it like \"0.05\"")
-    value = Decimal(text)
-    if value <= 0:
-        raise PaymentError("not-a-price", f"the amount {text!r} is not positive; a skill that "
-                                          "costs nothing needs no price")
-    atomic = value.scaleb(decimals)
-    if atomic != atomic.to_integral_value():
-        raise PaymentError("too-many-decimals", f"the amount {text!r} has more decimals than "
-                                                f"{asset} has ({decimals})")
-    return int(atomic)
-
-
-def format_amount(atomic: int, asset: str) -> str:
-    """The decimal string of ``atomic`` smallest units of ``asset`` (``5`` USD cents → ``0.05``)."""
-    decimals = asset_decimals(asset)
-    text = str(Decimal(atomic).scaleb(-decimals).quantize(Decimal(1).scaleb(-decimals)))
-    return text
 
 
 class PaymentAuthorization(SignedContent):

@@ -164,6 +164,20 @@ def test_the_hub_loads_no_node_code(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert loaded & (NEVER_IN_A_DAEMON | NODE_SIDE | NEVER_IN_A_HUB) == set()
 
 
+def test_the_hub_operators_commands_load_no_models(tmp_path: Path, data_dir: Path) -> None:
+    """``anet hub pending`` and ``anet hub ledger`` open the hub's storage and print: the signed
+    documents and their models (pydantic) load only where the official list is signed
+    (amounts live in ``anet_core.protocol.amounts``)."""
+    hub_dir = tmp_path / "hub"
+    HubProcess(hub_dir, free_port()).start().stop()  # a hub's data directory, as it leaves it
+    for argv in (["hub", "pending"], ["hub", "ledger"]):
+        result, loaded = run_logged(data_dir, *argv, "--data", str(hub_dir))
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert {"anet_hub.admin", "anet_core.protocol.amounts"} <= loaded
+        assert loaded & {"pydantic", "anet_core.protocol.documents",
+                         "anet_core.protocol.payments", "anet_hub.app"} == set()
+
+
 # --- the parser is built for the command that runs --------------------------------------------
 
 

@@ -16,9 +16,9 @@ import pytest
 from x402.schemas import SettleResponse, SupportedResponse, VerifyResponse
 
 from anet_core.identity import Identity, verify_history
+from anet_core.protocol.amounts import rail_network
 from anet_core.protocol.payments import (
     FACILITATOR_PATH,
-    rail_network,
     sign_authorization,
     sign_balance_request,
     verify_settlement,

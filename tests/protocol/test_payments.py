@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from anet_core.identity import Identity
-from anet_core.protocol import payments
-from anet_core.protocol.payments import PaymentError
+from anet_core.protocol import amounts, payments
+from anet_core.protocol.amounts import PaymentError
 
 
 @pytest.fixture
@@ -25,8 +25,8 @@ def hub(tmp_path: Path) -> Identity:
     ("0.05", "USD", 5), ("1", "USD", 100), ("12.5", "EUR", 1250), ("0.000001", "USDC", 1)])
 def test_prices_are_counted_in_the_assets_smallest_unit(text: str, asset: str,
                                                          atomic: int) -> None:
-    assert payments.parse_amount(text, asset) == atomic
-    assert payments.parse_amount(payments.format_amount(atomic, asset), asset) == atomic
+    assert amounts.parse_amount(text, asset) == atomic
+    assert amounts.parse_amount(amounts.format_amount(atomic, asset), asset) == atomic
 
 
 @pytest.mark.parametrize(("text", "asset", "reason"), [
@@ -35,20 +35,20 @@ def test_prices_are_counted_in_the_assets_smallest_unit(text: str, asset: str,
     ("0.001", "USD", "too-many-decimals"), ("1", "DOGE", "unknown-asset")])
 def test_a_bad_price_names_the_value(text: object, asset: str, reason: str) -> None:
     with pytest.raises(PaymentError) as refused:
-        payments.parse_amount(text, asset)
+        amounts.parse_amount(text, asset)
     assert refused.value.reason == reason
     assert repr(text) in str(refused.value) or asset in str(refused.value)
 
 
 def test_a_rail_is_named_after_its_hub(hub: Identity) -> None:
-    assert payments.rail_hub(payments.rail_network(hub.aid)) == hub.aid
+    assert amounts.rail_hub(amounts.rail_network(hub.aid)) == hub.aid
     with pytest.raises(PaymentError, match="eip155:8453"):
-        payments.rail_hub("eip155:8453")
+        amounts.rail_hub("eip155:8453")
 
 
 def _authorization(payer: Identity, hub: Identity, **changes: object) -> dict[str, object]:
     return payments.sign_authorization(
-        payer, payee=hub.aid, network=payments.rail_network(hub.aid), asset="USD", amount=5,
+        payer, payee=hub.aid, network=amounts.rail_network(hub.aid), asset="USD", amount=5,
         task="task-1", valid_for_s=600, now=1_000_000) | changes
 
 

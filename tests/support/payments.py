@@ -20,7 +20,8 @@ from typing import Any
 from x402.schemas import PaymentPayload, PaymentPayloadV1, PaymentRequirements, ResourceInfo
 
 from anet_core.identity import Identity
-from anet_core.protocol.payments import rail_network, sign_authorization
+from anet_core.protocol.amounts import rail_network
+from anet_core.protocol.payments import sign_authorization
 from anet_hub.deployment import SQLITE_FILE, Deployment, open_existing
 from anet_hub.ledger import EntryKind, LedgerEntry
 from anet_hub.storage import HubStorage

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from anet_core.identity import verify_document
-from anet_core.protocol.payments import rail_network
+from anet_core.protocol.amounts import rail_network
 from anet_core.tasks import TaskError
 from tests.support.hubs import RunningHub
 from tests.x402.payee import SKILL, alice_and_bob

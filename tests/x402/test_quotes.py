@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from anet_core.evidence import verify
-from anet_core.protocol.payments import rail_network
+from anet_core.protocol.amounts import rail_network
 from tests.support.hubs import RunningHub
 from tests.support.waiting import eventually
 from tests.x402.payee import SKILL, Pair, alice_and_bob, payment, quote_of, submitted

@@ -11,7 +11,7 @@ from aiohttp import web
 from x402.schemas import PaymentPayload, PaymentRequirements
 
 from anet_core.identity import Identity
-from anet_core.protocol.payments import rail_network
+from anet_core.protocol.amounts import rail_network
 from anet_hub import admin
 from anet_x402.rail import RailClient, RailError, rail_url
 from tests.support.hubs import HubClients, RunningHub, hub, hub_factory, nodes  # noqa: F401

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from anet_core.api import AnetError, Identity, check_aid
-from anet_core.protocol.documents import sign_official_list
-from anet_core.protocol.payments import PaymentError, format_amount, parse_amount
+from anet_core.protocol.amounts import PaymentError, format_amount, parse_amount
 from anet_hub.deployment import open_existing
 from anet_hub.ledger import MAX_BALANCE, Balance, BalanceLimit, LedgerEntry
 from anet_hub.storage import AgentRecord, HubStorage, StorageError
@@ -77,6 +76,8 @@ def pending(data_dir: Path) -> list[PendingAgent]:
 
 def change_official(data_dir: Path, aid: str, *, add: bool) -> list[str]:
     """Add or remove ``aid``; re-sign the list with the operator key. Returns the new members."""
+    from anet_core.protocol.documents import sign_official_list  # pydantic: only to sign
+
     check_aid(aid, hint=NODE_AID_HINT)
     operator = Identity.load(data_dir / "identity")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from anet_core.protocol.payments import format_amount
+from anet_core.protocol.amounts import format_amount
 
 MAX_BALANCE = 10**15
 """The most one balance may hold, in the asset's smallest unit (10 trillion USD): far inside the

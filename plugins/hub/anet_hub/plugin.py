@@ -138,7 +138,7 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _ledger_command(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
-    from anet_core.protocol.payments import format_amount
+    from anet_core.protocol.amounts import format_amount
     from anet_hub import admin
 
     if args.hub_command == "credit":

@@ -36,14 +36,16 @@ from x402.schemas import (
 )
 
 from anet_core.api import Identity, VerifiedHistory, is_aid, verify_history
-from anet_core.protocol.payments import (
+from anet_core.protocol.amounts import (
     ASSET_DECIMALS,
     RAIL_SCHEME,
-    PaymentAuthorization,
     PaymentError,
     asset_decimals,
     format_amount,
     rail_network,
+)
+from anet_core.protocol.payments import (
+    PaymentAuthorization,
     sign_settlement,
     verify_authorization,
     verify_balance_request,

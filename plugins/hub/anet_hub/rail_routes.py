@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from anet_core.protocol.payments import FACILITATOR_PATH, PaymentError
+from anet_core.protocol.amounts import PaymentError
+from anet_core.protocol.payments import FACILITATOR_PATH
 from anet_hub.http_errors import storage_errors
 
 if TYPE_CHECKING:

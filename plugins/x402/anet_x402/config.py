@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anet_core.protocol.payments import parse_amount
+from anet_core.protocol.amounts import parse_amount
 
 HOME_RAIL = "home"
 """In ``rails``: the rail of this node's home hub, whatever its AID."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from anet_core.api import AnetError, CheckContext, CheckResult, CheckStatus, Identity
-from anet_core.protocol.payments import format_amount
+from anet_core.protocol.amounts import format_amount
 from anet_x402.balance_cli import CREDIT_HINT, MODULE
 from anet_x402.config import X402Config
 from anet_x402.rail import home_balance

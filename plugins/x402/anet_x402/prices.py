@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anet_core.api import DataPaths
-from anet_core.protocol.payments import RAIL_SCHEME, format_amount, rail_network
+from anet_core.protocol.amounts import RAIL_SCHEME, format_amount, rail_network
 from anet_core.protocol.tasks import ANY_SKILL
 from anet_x402.config import HOME_RAIL, Price
 from anet_x402.rail import RailError, rail_url

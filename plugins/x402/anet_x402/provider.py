@@ -40,7 +40,8 @@ from anet_core.api import (
     is_aid,
     verify_history,
 )
-from anet_core.protocol.payments import PaymentError, verify_settlement
+from anet_core.protocol.amounts import PaymentError
+from anet_core.protocol.payments import verify_settlement
 from anet_core.protocol.tasks import ANY_SKILL
 from anet_x402.config import X402Config
 from anet_x402.extension import (

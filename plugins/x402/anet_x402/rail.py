@@ -26,12 +26,8 @@ import aiohttp
 from pydantic import BaseModel, ValidationError
 
 from anet_core.api import AnetError, Identity, ReasonError
-from anet_core.protocol.payments import (
-    FACILITATOR_PATH,
-    PaymentError,
-    rail_hub,
-    sign_balance_request,
-)
+from anet_core.protocol.amounts import PaymentError, rail_hub
+from anet_core.protocol.payments import FACILITATOR_PATH, sign_balance_request
 from anet_x402.balance_cli import CREDIT_HINT
 
 if TYPE_CHECKING:  # x402's models load at the first request (docs/performance.md, "Idle memory")

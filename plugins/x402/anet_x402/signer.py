@@ -27,14 +27,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from anet_core.api import AnetError, Identity, Reason, ReasonError, RequesterTurn, TurnAnswer
-from anet_core.protocol.payments import (
+from anet_core.protocol.amounts import (
     RAIL_SCHEME,
     PaymentError,
     asset_decimals,
     format_amount,
     rail_hub,
-    sign_authorization,
 )
+from anet_core.protocol.payments import sign_authorization
 from anet_x402.extension import PAYMENT_PAYLOAD, PAYMENT_REQUIRED, PAYMENT_STATUS, PaymentState
 from anet_x402.signer_credit import Credit
 from anet_x402.spend import PayerBook, Signed

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from anet_core.api import Identity
-from anet_core.protocol.payments import PaymentError, parse_amount
+from anet_core.protocol.amounts import PaymentError, parse_amount
 from anet_x402.rail import Balances, RailClient, RailError
 
 log = logging.getLogger(__name__)

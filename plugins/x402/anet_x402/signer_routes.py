@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from anet_core.api import NODE_KEY, AnetError, Node, ReasonError
-from anet_core.protocol.payments import format_amount
+from anet_core.protocol.amounts import format_amount
 from anet_x402.signer import Signer, authorize_record, quote_of, read_option
 from anet_x402.signer_service import SIGNER
 from anet_x402.tiers import Tier
