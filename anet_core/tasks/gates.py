@@ -136,6 +136,8 @@ class TaskGates:
             stored.task.setdefault("metadata", {})[GATE] = module
             if message is not None or state_of(stored.task).is_interrupted:
                 self._emit(stored, TaskState.TASK_STATE_WORKING, effects, message=message)
+            else:
+                self._store.save_task(stored)  # the gate's name: handing on writes no task
             self._hand_on(stored, self._first_request(stored), effects, offer=True)
 
     def _first_request(self, stored: StoredTask) -> InboundTask:

@@ -202,11 +202,13 @@ class Provider:
 
     def _start_serving(self, stored: StoredTask, claim: TaskClaim, inbound: InboundTask,
                        effects: Effects) -> None:
+        """Hand the task to ``claim``'s module. Writes only ``served_by``: the caller has
+        stored every other change of ``stored`` (a new task was just inserted as it is)."""
         # No WORKING yet: the module says when it works (the backends module after a minute
         # without an answer), and a module that gives the task up at once (a backend refused
         # by its checks) must not move the requester's task from WORKING back to SUBMITTED.
         stored.served_by = claim.module
-        self._store.save_task(stored)
+        self._store.set_served_by(stored.id, claim.module)
         responder = TaskResponder(self, inbound)
         self._responders[stored.id] = responder
         effects.background.append(lambda: self._serve(claim, inbound, responder))
@@ -256,6 +258,7 @@ class Provider:
         log.info("event=task-resumed task=%s module=%s", stored.id, claim.module)
         effects.record("task.resumed", taskId=stored.id, peer=stored.peer_aid,
                        module=claim.module, messageId=body.message_id)
+        self._store.save_task(stored)  # the answer joined its history (_continue)
         self._start_serving(stored, claim, inbound, effects)
 
     @staticmethod

@@ -10,7 +10,14 @@ import pytest
 from anet_core import hookimpl
 from anet_core.evidence import verify
 from anet_core.link.card import Charge, card_prices, charge_of, priced_skills
-from anet_core.records import EndingTask, GateAction, GateVerdict, SkillSource, TaskGate
+from anet_core.records import (
+    EndingTask,
+    GateAction,
+    GateVerdict,
+    SkillSource,
+    TaskClaim,
+    TaskGate,
+)
 from tests.support.fakes import FakeHub
 from tests.support.messages import user_message
 from tests.support.nodes import open_node, plugins_with
@@ -115,6 +122,48 @@ async def test_hook_anet_task_ending(tmp_path: Path) -> None:
         await b.tasks.reply(free["id"], "plain")
         await eventually(lambda: state(a, free["id"]) == "TASK_STATE_COMPLETED")
         assert len(gate.endings) == 1
+
+
+class Stamp:
+    """Lets the skill ``stamped`` through at once, without a word, and serves it itself: the
+    gate's name must stay with the task that a module then serves."""
+
+    def __init__(self) -> None:
+        self.endings: list[EndingTask] = []
+
+    @hookimpl
+    def anet_task_gate(self, node, task):
+        if task.skill == "stamped" and not task.continued:
+            return TaskGate(module="stamp", verdict=GateVerdict(GateAction.PASS))
+        return None
+
+    @hookimpl
+    def anet_take_task(self, node, task):
+        async def serve(task, responder) -> None:
+            await responder.complete("stamped")
+
+        return TaskClaim(module="stamp", serve=serve) if task.skill == "stamped" else None
+
+    @hookimpl
+    def anet_task_ending(self, node, task):
+        if task.gate != "stamp":
+            return None
+        self.endings.append(task)
+        return TaskGate(module="stamp", verdict=GateVerdict(GateAction.PASS))
+
+
+async def test_a_task_a_gate_let_through_at_once_keeps_the_gate_when_a_module_serves_it(
+        tmp_path: Path) -> None:
+    hub, stamp = FakeHub(), Stamp()
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(stamp)) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("stamp this"), skill="stamped")
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_COMPLETED")
+        served = b.store.get_task(task["id"])
+        assert served is not None and served.served_by == "stamp"
+        assert served.task["metadata"]["anet.gate"] == "stamp"
+        assert [ending.task_id for ending in stamp.endings] == [task["id"]]
 
 
 def test_the_cards_charge_follows_the_priced_skills() -> None:

@@ -143,6 +143,10 @@ async def test_a_follow_up_after_a_restart_is_offered_to_the_modules(
                 done = a.tasks.get(None, task["id"])
                 assert done["status"]["message"]["parts"] == [{"text": "resumed with blue"}]
                 assert b.tasks.inbox() == []
+                served = b.store.get_task(task["id"])  # b keeps the answer it resumed with
+                assert served is not None and served.served_by == "asker"
+                assert [m["parts"][0]["text"] for m in served.task["history"]] == [
+                    "paint it", "which colour?", "blue", "resumed with blue"]
             else:
                 inbox = await eventually(lambda: b.tasks.inbox())
                 assert [m["parts"][0]["text"] for m in inbox[0]["history"]] == [
