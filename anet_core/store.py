@@ -141,6 +141,16 @@ MIGRATIONS: tuple[str, ...] = (
         data_json TEXT NOT NULL
     );
     """,
+    # version 3
+    """
+    -- An open requester task says anet.effect_status "possible" (docs/mcp.md): its message is
+    -- on its way or arrived. Versions before said "none" until the hub accepted the message.
+    UPDATE tasks SET task_json = json_set(task_json, '$.metadata."anet.effect_status"', 'possible')
+    WHERE role = 'requester'
+      AND state NOT IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED',
+                        'TASK_STATE_REJECTED')
+      AND json_extract(task_json, '$.metadata."anet.effect_status"') = 'none';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

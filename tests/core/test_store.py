@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from anet_core.store import (
+    MIGRATIONS,
     SCHEMA_VERSION,
     StoredTask,
     StoreError,
@@ -39,6 +41,32 @@ async def test_schema_version_and_reopen(tmp_path: Path) -> None:
     async with open_store(path) as store:
         assert store.get_task("t-00000001") is not None
         assert policy_in(store) is InboundPolicy.OPEN
+
+
+async def test_open_tasks_an_older_version_stored_say_possible(tmp_path: Path) -> None:
+    # Version 2 said "none" until the hub accepted a task's message; an open task says
+    # "possible" now (docs/mcp.md), a task that ended keeps what it said.
+    path = tmp_path / "anet.db"
+    connection = sqlite3.connect(path, isolation_level=None)
+    for script in MIGRATIONS[:2]:
+        connection.executescript(script)
+    connection.execute("PRAGMA user_version = 2")
+    states = {"t-open0001": "TASK_STATE_SUBMITTED", "t-asks0001": "TASK_STATE_INPUT_REQUIRED",
+              "t-ended001": "TASK_STATE_CANCELED"}
+    for task_id, state in states.items():
+        row = task(task_id, 1.0)
+        connection.execute(
+            "INSERT INTO tasks (id, role, peer_aid, context_id, state, task_json, created_at,"
+            " updated_at, last_heard_at) VALUES (?, 'requester', ?, 'ctx', ?, ?, 1, 1, 1)",
+            (task_id, row.peer_aid, state, json.dumps(
+                {"id": task_id, "status": {"state": state},
+                 "metadata": {"anet.effect_status": "none", "anet.state_seq": 0}})))
+    connection.close()
+    async with open_store(path) as store:
+        said = {task_id: store.get_task(task_id).task["metadata"] for task_id in states}
+    assert said == {"t-open0001": {"anet.effect_status": "possible", "anet.state_seq": 0},
+                    "t-asks0001": {"anet.effect_status": "possible", "anet.state_seq": 0},
+                    "t-ended001": {"anet.effect_status": "none", "anet.state_seq": 0}}
 
 
 async def test_newer_schema_is_refused(tmp_path: Path) -> None:
