@@ -309,8 +309,8 @@ class Store:
             (task.state, task.state_seq, json.dumps(task.task), _json_or_none(task.receipt),
              task.served_by, task.updated_at, task.last_heard_at, task.id))
 
-    def set_served_by(self, task_id: str, module: str | None) -> None:
-        """Write only ``served_by``: the module that serves the task (None: nobody)."""
+    def set_served_by(self, task_id: str, module: str) -> None:
+        """Write only ``served_by``: the module that serves the task."""
         self._db.execute("UPDATE tasks SET served_by = ? WHERE id = ?", (module, task_id))
 
     def get_task(self, task_id: str, *, role: TaskRole | None = None,

@@ -2,7 +2,7 @@
 
 What the signed payment documents carry (anet_core/protocol/payments.py) and what operator
 commands and checks print, kept apart from those documents so that printing an amount loads no
-models (docs/performance.md, "Commands that loaded code they do not run").
+models (docs/performance.md, "The hub operator's commands load no models").
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ async def test_a_task_never_says_none_while_its_message_can_reach_the_agent(
         told: list[str] = []  # what a reader of the task sees as the hub gets the message
         give = a.hub.send
 
-        async def send(envelope: dict[str, Any]) -> None:
+        async def send(envelope: dict[str, Any] | str) -> None:
             (task_id,) = [entry.task_id for entry in a.store.outbox_due(float("inf"))]
             told.append(a.tasks.get(None, task_id)["metadata"]["anet.effect_status"])
             await give(envelope)
