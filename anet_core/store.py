@@ -241,6 +241,12 @@ class Store:
         """Outbox entries sealed as they were queued (``queue_message`` in tasks/outbox.py) that
         this process has not handed to the hub yet: certainly unsent. A restart forgets them, and
         then counts them as maybe sent, as every sealed entry."""
+        self._settings: dict[str, str | None] = {}
+        """Settings as last read or written (None: not set). The daemon is the database's only
+        writer, so a copy is the truth until a rollback may have taken a write back; then it is
+        read again. A new task asks for the inbound policy three times."""
+        self._trusted: set[str] | None = None
+        """The trust list, read once and kept as :attr:`_settings` are; None until read."""
 
     # --- transactions ----------------------------------------------------------------------
 
@@ -254,8 +260,13 @@ class Store:
         ``await store.flush()``.
         """
         outermost = not self._db.in_transaction
-        with immediate_transaction(self._db):
-            yield
+        try:
+            with immediate_transaction(self._db):
+                yield
+        except BaseException:
+            self._settings.clear()  # a write they hold may have been taken back
+            self._trusted = None
+            raise
         if outermost and durable:
             self._sync_wal()
             self._synced = self._db.total_changes
@@ -493,15 +504,23 @@ class Store:
 
     def trust(self, aid: str) -> bool:
         """Add ``aid`` to the trust list; False when it was there already."""
-        return self._db.execute("INSERT OR IGNORE INTO trust (aid, added_at) VALUES (?, ?)",
-                                (aid, time.time())).rowcount == 1
+        added = self._db.execute("INSERT OR IGNORE INTO trust (aid, added_at) VALUES (?, ?)",
+                                 (aid, time.time())).rowcount == 1
+        if self._trusted is not None:
+            self._trusted.add(aid)
+        return added
 
     def distrust(self, aid: str) -> bool:
         """Remove ``aid`` from the trust list; False when it was not on it."""
-        return self._db.execute("DELETE FROM trust WHERE aid = ?", (aid,)).rowcount == 1
+        removed = self._db.execute("DELETE FROM trust WHERE aid = ?", (aid,)).rowcount == 1
+        if self._trusted is not None:
+            self._trusted.discard(aid)
+        return removed
 
     def is_trusted(self, aid: str) -> bool:
-        return self._db.execute("SELECT 1 FROM trust WHERE aid = ?", (aid,)).fetchone() is not None
+        if self._trusted is None:
+            self._trusted = {row[0] for row in self._db.execute("SELECT aid FROM trust")}
+        return aid in self._trusted
 
     def trusted(self) -> list[tuple[str, float]]:
         return [(row[0], row[1]) for row in
@@ -511,13 +530,16 @@ class Store:
     def inbound_policy(self) -> str | None:
         """The inbound policy set last (``anet_core.tasks.policy`` says what it means), None
         before any was set."""
-        row = self._db.execute("SELECT value FROM settings WHERE key = ?",
-                               (POLICY_KEY,)).fetchone()
-        return None if row is None else row[0]
+        if POLICY_KEY not in self._settings:
+            row = self._db.execute("SELECT value FROM settings WHERE key = ?",
+                                   (POLICY_KEY,)).fetchone()
+            self._settings[POLICY_KEY] = None if row is None else row[0]
+        return self._settings[POLICY_KEY]
 
     def set_inbound_policy(self, policy: str) -> None:
         self._db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key)"
                          " DO UPDATE SET value = excluded.value", (POLICY_KEY, str(policy)))
+        self._settings[POLICY_KEY] = str(policy)
 
     # --- evidence journal ----------------------------------------------------------------------
 

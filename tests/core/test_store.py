@@ -172,6 +172,29 @@ async def test_trust_list_and_inbox(tmp_path: Path) -> None:
         assert store.inbox() == []
 
 
+async def test_the_trust_list_and_the_policy_are_read_once_and_a_rollback_is_not_kept(
+        tmp_path: Path) -> None:
+    peer = "a" * 32
+    async with open_store(tmp_path / "anet.db") as store:
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        for _ in range(3):
+            assert not store.is_trusted(peer) and store.inbound_policy is None
+        assert len(statements) == 2  # a new task asks three times: the store reads once
+        with pytest.raises(RuntimeError), store.transaction():
+            store.trust(peer)
+            store.set_inbound_policy(InboundPolicy.OPEN)
+            assert store.is_trusted(peer) and policy_in(store) is InboundPolicy.OPEN
+            raise RuntimeError("crash in the middle")
+        # The rollback took both writes back: what the store kept of them is forgotten.
+        assert not store.is_trusted(peer) and policy_in(store) is InboundPolicy.TRUSTED
+        with store.transaction():
+            store.trust(peer)
+            store.set_inbound_policy(InboundPolicy.CLOSED)
+        assert store.is_trusted(peer) and policy_in(store) is InboundPolicy.CLOSED
+        assert store.distrust(peer) and not store.is_trusted(peer)
+
+
 def test_a_task_message_from_a_newer_peer_with_unknown_fields_is_understood() -> None:
     from anet_core.protocol.tasks import TASK_BODY
 
