@@ -214,6 +214,9 @@ class JournaledRecord:
     kind: str
     data: dict[str, Any]
     id: int | None = None
+    change: int = 0
+    """The store's count of changes once it was kept: on disk when :meth:`Store.flush_now`
+    with ``through`` at least this returned."""
 
 
 @dataclass(frozen=True)
@@ -280,10 +283,11 @@ class Store:
         CPU (measured with ``bench/run.py``; docs/performance.md)."""
         self.flush_now()
 
-    def flush_now(self) -> None:
+    def flush_now(self, through: int | None = None) -> None:
         """:meth:`flush` from where nothing can be awaited (a callback of the loop: the evidence
-        chain's append)."""
-        if self._synced < self._db.total_changes:
+        chain's append). ``through``: only the changes up to that count need to be on disk (a
+        :attr:`JournaledRecord.change`); no fsync when a sync since covered them."""
+        if self._synced < (self._db.total_changes if through is None else through):
             self._sync_wal()
             self._synced = self._db.total_changes
 
@@ -549,8 +553,8 @@ class Store:
         with self.transaction(durable=False):
             return [replace(record, id=self._db.execute(
                 "INSERT INTO evidence_journal (ts, kind, data_json) VALUES (?, ?, ?)",
-                (record.ts, record.kind, json.dumps(record.data))).lastrowid)
-                for record in records]
+                (record.ts, record.kind, json.dumps(record.data))).lastrowid,
+                change=self._db.total_changes) for record in records]
 
     def journaled_evidence(self) -> list[JournaledRecord]:
         """The records still kept, oldest first."""

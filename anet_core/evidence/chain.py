@@ -69,7 +69,7 @@ class EvidenceJournal(Protocol):
 
     def forget_evidence(self, through: int) -> None: ...
 
-    def flush_now(self) -> None: ...
+    def flush_now(self, through: int | None = None) -> None: ...
 
 
 class EvidenceError(Exception):
@@ -175,6 +175,8 @@ class _Waiting:
     ts: int
     journal_id: int | None
     """Its id in the journal; None when it is not kept there (its append is synced)."""
+    journal_change: int
+    """The store's count of changes once the journal kept it (``JournaledRecord.change``)."""
     future: asyncio.Future[dict[str, Any]] | None
     """Where its caller waits for it (:meth:`EvidenceChain.record_all`); None for the records
     of :meth:`EvidenceChain.keep`, whose failure is logged."""
@@ -484,7 +486,7 @@ class EvidenceChain:
             except (TypeError, ValueError) as error:
                 _settle(kind, future, error)
                 continue
-            waiting.append(_Waiting(kind, data, now, None, future))
+            waiting.append(_Waiting(kind, data, now, None, 0, future))
         return futures, waiting
 
     def _journaled(self, waiting: list[_Waiting]) -> None:
@@ -498,7 +500,7 @@ class EvidenceChain:
             log.error("event=evidence-journal-failed error=%r", error)
         else:
             for item, record in zip(waiting, kept, strict=True):
-                item.journal_id = record.id
+                item.journal_id, item.journal_change = record.id, record.change
 
     # The writer: callbacks of the loop, no task of its own. An append that needs no fsync (the
     # journal keeps its records) runs in the callback that is due; one that syncs the chain (or
@@ -572,9 +574,12 @@ class EvidenceChain:
     def _flush_journal(self, batch: list[_Waiting]) -> None:
         """A record reaches the chain only once its journal row is on disk, so a crash of the
         machine cannot leave the chain a record of a commit the store lost (an update applied
-        again once its envelope came back would be in it twice)."""
-        if self._journal is not None and any(item.journal_id is not None for item in batch):
-            self._journal.flush_now()
+        again once its envelope came back would be in it twice). Rows a flush since their
+        commit made durable (the usual case: their change's own flush) need no fsync, whatever
+        else was committed meanwhile."""
+        kept = [item.journal_change for item in batch if item.journal_id is not None]
+        if self._journal is not None and kept:
+            self._journal.flush_now(through=max(kept))
 
     def _watch_idle(self) -> None:
         """Move the head once no record came for :data:`HEAD_IDLE_S` (one write, not one per

@@ -30,7 +30,7 @@ from anet_core.evidence import (
 from anet_core.identity import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT
 from anet_core.settings import DataPaths
-from anet_core.store import open_store
+from anet_core.store import Store, open_store
 from anet_core.util.canonical import b64u, canonical_json
 from tests.support.waiting import eventually
 
@@ -604,6 +604,25 @@ async def test_a_record_nobody_waits_for_that_the_chain_refuses_is_logged(
     assert [json.loads(line)["data"]["n"] for line in lines(path)] == [2]
 
 
+def syncs_and_appends(store: Store, chain: EvidenceChain,
+                      monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, each sync of the store's WAL and each append of the chain, in order."""
+    steps: list[str] = []
+    sync_wal, append_all = store._sync_wal, chain.append_all
+
+    def synced() -> None:
+        steps.append("synced")
+        sync_wal()
+
+    def appended(items, **options):  # type: ignore[no-untyped-def]
+        steps.append("appended")
+        return append_all(items, **options)
+
+    monkeypatch.setattr(store, "_sync_wal", synced)
+    monkeypatch.setattr(chain, "append_all", appended)
+    return steps
+
+
 async def test_a_record_reaches_the_chain_only_once_its_journal_row_is_on_disk(
         tmp_path: Path, path: Path, owner: Identity, monkeypatch: pytest.MonkeyPatch) -> None:
     """A crash of the machine then cannot leave the chain a record whose commit the store lost
@@ -611,23 +630,29 @@ async def test_a_record_reaches_the_chain_only_once_its_journal_row_is_on_disk(
     async with open_store(tmp_path / "anet.db") as store:
         chain = EvidenceChain(path, owner, journal=store)
         await chain.record_all([("task.accepted", {"n": 0})])  # a new chain's first: synced
-        steps: list[str] = []
-        sync_wal, append_all = store._sync_wal, chain.append_all
-
-        def synced() -> None:
-            steps.append("journal synced")
-            sync_wal()
-
-        def appended(items, **options):  # type: ignore[no-untyped-def]
-            steps.append("appended")
-            return append_all(items, **options)
-
-        monkeypatch.setattr(store, "_sync_wal", synced)
-        monkeypatch.setattr(chain, "append_all", appended)
+        steps = syncs_and_appends(store, chain, monkeypatch)
         chain.record_later("task.finished", {"n": 1})  # nobody flushed the store since
         await eventually(lambda: "appended" in steps)
-        assert steps == ["journal synced", "appended"]
+        assert steps == ["synced", "appended"]
         await chain.close()
+
+
+async def test_an_append_whose_journal_rows_are_on_disk_does_not_sync_later_commits(
+        tmp_path: Path, path: Path, owner: Identity, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change's records are on disk with its own flush; a commit after it (the outbox entry
+    the hub took, which nothing syncs at once) is not the append's to wait for."""
+    async with open_store(tmp_path / "anet.db") as store:
+        chain = EvidenceChain(path, owner, journal=store)
+        await chain.record_all([("task.accepted", {"n": 0})])  # a new chain's first: synced
+        chain.record_later("task.finished", {"n": 1})
+        await store.flush()  # the change's own flush, as the task layer's
+        with store.transaction(durable=False):
+            store.trust("a" * 32)  # committed after it, not synced
+        steps = syncs_and_appends(store, chain, monkeypatch)
+        await eventually(lambda: "appended" in steps)
+        assert steps == ["appended"]
+        await chain.close()
+    assert verify(path, owner.verified_history).records == 2
 
 
 @pytest.mark.parametrize("lost", ["nothing", "the unsynced tail", "a torn last line"])
