@@ -29,7 +29,7 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
@@ -250,6 +250,9 @@ class Store:
         read again. A new task asks for the inbound policy three times."""
         self._trusted: set[str] | None = None
         """The trust list, read once and kept as :attr:`_settings` are; None until read."""
+        self._taken: set[int] = set()
+        """Outbox entries the hub took (:meth:`outbox_taken`), deleted by the next transaction
+        instead of a commit of their own; no read of the outbox returns them meanwhile."""
 
     # --- transactions ----------------------------------------------------------------------
 
@@ -263,13 +266,17 @@ class Store:
         ``await store.flush()``.
         """
         outermost = not self._db.in_transaction
+        taken = tuple(self._taken) if outermost else ()
         try:
             with immediate_transaction(self._db):
+                if taken:
+                    self._db.execute(f"DELETE FROM outbox WHERE seq IN ({_marks(taken)})", taken)
                 yield
         except BaseException:
             self._settings.clear()  # a write they hold may have been taken back
             self._trusted = None
             raise
+        self._taken.difference_update(taken)
         if outermost and durable:
             self._sync_wal()
             self._synced = self._db.total_changes
@@ -410,7 +417,9 @@ class Store:
 
     def outbox_due(self, now: float, limit: int = 100) -> list[OutboxEntry]:
         """Entries in the order they were queued, up to the first one that is not due yet."""
-        rows = self._db.execute("SELECT * FROM outbox ORDER BY seq LIMIT ?", (limit,)).fetchall()
+        left_out, taken = self._not_taken()
+        rows = self._db.execute(f"SELECT * FROM outbox{left_out} ORDER BY seq LIMIT ?",
+                                (*taken, limit)).fetchall()
         due = []
         for row in rows:
             if row["next_attempt_at"] > now:
@@ -423,7 +432,9 @@ class Store:
         return due
 
     def outbox_next_attempt(self) -> float | None:
-        row = self._db.execute("SELECT next_attempt_at FROM outbox ORDER BY seq LIMIT 1").fetchone()
+        left_out, taken = self._not_taken()
+        row = self._db.execute(f"SELECT next_attempt_at FROM outbox{left_out} ORDER BY seq"
+                               " LIMIT 1", taken).fetchone()
         return None if row is None else row[0]
 
     def outbox_sealed(self, seq: int, envelope_id: str, text: str) -> None:
@@ -439,6 +450,27 @@ class Store:
     def outbox_done(self, seq: int) -> None:
         self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
         self._sealed_ahead.discard(seq)
+
+    def outbox_taken(self, seq: int) -> None:
+        """The hub took the entry, and nothing else changes with it: it is deleted by the next
+        transaction, not by a commit of its own (the outbox, when idle, makes one:
+        :meth:`outbox_forget_taken`). A crash before then sends it again under the same
+        envelope id, which the receiver drops as a replay, as a crash between the hub's answer
+        and a commit of its own could."""
+        self._sealed_ahead.discard(seq)
+        self._taken.add(seq)
+
+    def outbox_forget_taken(self) -> None:
+        """Delete the entries the hub took now: a transaction of their own, which deletes them
+        as every transaction does."""
+        if self._taken:
+            with self.transaction(durable=False):
+                pass
+
+    def _not_taken(self) -> tuple[str, tuple[int, ...]]:
+        """The condition that leaves out the entries the hub took, and its arguments."""
+        taken = tuple(self._taken)
+        return (f" WHERE seq NOT IN ({_marks(taken)})", taken) if taken else ("", ())
 
     def outbox_retry_later(self, seq: int, at: float, error: str) -> None:
         self._db.execute("UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?,"
@@ -460,7 +492,8 @@ class Store:
 
     def outbox_depth(self) -> int:
         """Messages waiting for the hub to take them (a metric)."""
-        return self._db.execute("SELECT count(*) FROM outbox").fetchone()[0]
+        left_out, taken = self._not_taken()
+        return self._db.execute(f"SELECT count(*) FROM outbox{left_out}", taken).fetchone()[0]
 
     def outbox_withdraw(self, task_id: str) -> int:
         """Remove a task's unsent envelopes (the task ended here first); return how many."""
@@ -585,6 +618,11 @@ class Store:
                                 (task_id,)).fetchone() is not None
 
 
+def _marks(values: tuple[object, ...]) -> str:
+    """The placeholders of an ``IN (...)`` for ``values``."""
+    return ",".join("?" * len(values))
+
+
 @contextmanager
 def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` on a connection opened with ``isolation_level=None``,
@@ -705,7 +743,10 @@ async def open_store(path: Path) -> AsyncIterator[Store]:
                                            f"{error}",
                          hint="check the disk and the file's permissions; a damaged file can be "
                               "moved away, which forgets tasks, trust list and policy") from None
+    store = Store(connection, Path(path))
     try:
-        yield Store(connection, Path(path))
+        yield store
     finally:
+        with suppress(sqlite3.Error):  # else the next start sends them again, to no effect
+            store.outbox_forget_taken()
         connection.close()

@@ -52,8 +52,10 @@ DeferralHandler = Callable[[OutboxEntry, HubError], Effects]
 is full): the entry is sent again later, and the task says why it waits."""
 TOLD_DEFERRALS = frozenset({"hub-storage-full"})
 AcceptanceHandler = Callable[[OutboxEntry], Effects]
-"""Runs in the commit that deletes the accepted entry, which is not flushed to disk (see
-``Outbox._finish``): it may only write what accepting the same envelope again redoes."""
+"""Told when the hub took an entry that took more than one attempt (one the hub took at once
+changes nothing but the outbox: ``Store.outbox_taken``). Runs in the commit that deletes the
+entry, which is not flushed to disk (see ``Outbox._finish``): it may only write what accepting
+the same envelope again redoes."""
 
 
 def _is_progress(entry: OutboxEntry) -> bool:
@@ -150,6 +152,8 @@ class Outbox:
             with suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await self._wake.wait()
+            if not self._wake.is_set():
+                self._store.outbox_forget_taken()  # quiet: no transaction took them along
 
     async def flush(self) -> None:
         """Send due entries, each task's in order, up to :data:`SEND_WINDOW` at once; a task's
@@ -242,7 +246,10 @@ class Outbox:
             refusal = HubError("too-large", str(error))
             await self._finish(entry, lambda: self._on_refused(entry, refusal))
             return True
-        await self._finish(entry, lambda: self._on_accepted(entry), durable=False)
+        if entry.attempts:
+            await self._finish(entry, lambda: self._on_accepted(entry), durable=False)
+        else:
+            self._store.outbox_taken(entry.seq)
         return True
 
     async def _finish(self, entry: OutboxEntry, outcome: Callable[[], Effects], *,

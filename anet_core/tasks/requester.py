@@ -586,11 +586,11 @@ class Requester:
         return None if stored is None or state_of(stored.task).is_terminal else stored
 
     def on_accepted(self, entry: OutboxEntry) -> Effects:
-        """The hub took a message of this task. The task said ``possible`` since the message
-        was queued, so only a task that waited for room at the hub (``on_deferred``, after an
-        attempt) changes: it waits no more."""
+        """The hub took a message of this task after more than one attempt. The task said
+        ``possible`` since the message was queued, so only a task that waited for room at the
+        hub (``on_deferred``) changes: it waits no more."""
         effects = Effects()
-        stored = self._open_task_of(entry) if entry.attempts else None
+        stored = self._open_task_of(entry)
         if stored is None:
             return effects
         if stored.task["metadata"].get(TaskMetadata.REASON) == Reason.HUB_STORAGE_FULL:

@@ -136,6 +136,36 @@ async def test_an_envelope_sealed_ahead_is_unsent_until_its_attempt(tmp_path: Pa
         assert store.outbox_only_unsent("w")  # never sealed, so never sent
 
 
+async def test_an_entry_the_hub_took_is_deleted_by_the_next_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "anet.db"
+
+    def rows() -> list[int]:  # what another reader of the file sees
+        with sqlite3.connect(path) as reader:
+            return [row[0] for row in reader.execute("SELECT seq FROM outbox ORDER BY seq")]
+
+    async with open_store(path) as store:
+        with store.transaction():
+            for n in range(3):
+                store.enqueue("p" * 32, {"n": n}, task_id=f"t{n}", envelope={"id": f"env-{n}"})
+        first, second, third = store.outbox_due(time.time())
+        store.outbox_attempt(first.seq)
+        store.outbox_taken(first.seq)  # no commit of its own
+        assert rows() == [first.seq, second.seq, third.seq]
+        assert [entry.seq for entry in store.outbox_due(time.time())] == [second.seq, third.seq]
+        assert store.outbox_depth() == 2 and not store.outbox_only_unsent("t0")
+        store.outbox_taken(second.seq)
+        with pytest.raises(RuntimeError), store.transaction():
+            store.trust("a" * 32)
+            raise RuntimeError("crash in the middle")
+        assert rows() == [first.seq, second.seq, third.seq]  # the rollback kept them
+        with store.transaction(durable=False):
+            store.trust("a" * 32)  # any transaction takes them along
+        assert rows() == [third.seq] and store.outbox_next_attempt() is not None
+        store.outbox_taken(third.seq)
+        assert store.outbox_next_attempt() is None and store.outbox_due(time.time()) == []
+    assert rows() == []  # the store deleted the last one as it closed
+
+
 async def test_seen_envelopes_expire(tmp_path: Path) -> None:
     async with open_store(tmp_path / "anet.db") as store:
         assert store.mark_seen("e1", "p" * 32, expires_at=100.0)

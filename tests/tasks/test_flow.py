@@ -635,6 +635,24 @@ async def test_the_hub_taking_a_providers_update_costs_the_requester_side_nothin
     assert TaskRole.PROVIDER in read_as and TaskRole.REQUESTER not in read_as
 
 
+async def test_a_message_the_hub_takes_at_once_is_deleted_by_the_next_transaction(
+        tmp_path: Path, hub: FakeHub) -> None:
+    """docs/performance.md, "The sixteenth pass": no commit of its own for an entry whose
+    acceptance changes nothing else."""
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        statements: list[str] = []
+        a.store._db.set_trace_callback(statements.append)
+        task = await a.tasks.send(b.aid, user_message("hello"))
+        await eventually(lambda: b.tasks.inbox())
+        assert a.store.outbox_next_attempt() is None  # the hub took it
+        await b.tasks.reply(task["id"], "hi there")
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        await eventually(lambda: any(s.startswith("DELETE FROM outbox WHERE seq IN")
+                                     for s in statements))
+    assert not any(s.startswith("DELETE FROM outbox WHERE seq =") for s in statements)
+
+
 async def test_a_record_is_journaled_in_the_commit_of_the_change_it_records(
         tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/performance.md, "Durability": a record journaled in a commit of its own, after the
