@@ -153,7 +153,8 @@ class Outbox:
                 async with asyncio.timeout(delay):
                     await self._wake.wait()
             if not self._wake.is_set():
-                self._store.outbox_forget_taken()  # quiet: no transaction took them along
+                # Nothing was queued meanwhile, so no transaction deleted what the hub took.
+                self._store.outbox_forget_taken()
 
     async def flush(self) -> None:
         """Send due entries, each task's in order, up to :data:`SEND_WINDOW` at once; a task's
