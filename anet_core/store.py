@@ -348,9 +348,9 @@ class Store:
         return task
 
     def tasks_in_states(self, role: TaskRole, states: Collection[str]) -> list[StoredTask]:
-        marks = ",".join("?" * len(states))
-        rows = self._db.execute(f"SELECT * FROM tasks WHERE role = ? AND state IN ({marks})",
-                                (role.value, *_names(states))).fetchall()
+        rows = self._db.execute(
+            f"SELECT * FROM tasks WHERE role = ? AND state IN ({_marks(states)})",
+            (role.value, *_names(states))).fetchall()
         return [StoredTask.from_row(row) for row in rows]
 
     def heard_from(self, role: TaskRole, peer_aid: str, task_ids: list[str],
@@ -359,10 +359,10 @@ class Store:
         ``at``; nothing else changes. Returns how many tasks moved."""
         if not task_ids:
             return 0
-        ids, marks = ",".join("?" * len(task_ids)), ",".join("?" * len(states))
         cursor = self._db.execute(
             f"UPDATE tasks SET last_heard_at = ? WHERE role = ? AND peer_aid = ?"
-            f" AND id IN ({ids}) AND state IN ({marks}) AND last_heard_at < ?",
+            f" AND id IN ({_marks(task_ids)}) AND state IN ({_marks(states)})"
+            " AND last_heard_at < ?",
             (at, role.value, peer_aid, *task_ids, *_names(states), at))
         return cursor.rowcount
 
@@ -496,7 +496,8 @@ class Store:
         return self._db.execute(f"SELECT count(*) FROM outbox{left_out}", taken).fetchone()[0]
 
     def outbox_withdraw(self, task_id: str) -> int:
-        """Remove a task's unsent envelopes (the task ended here first); return how many."""
+        """Remove a task's entries (the task ended here first): the unsent ones, and those the
+        hub took that wait for their deletion; return how many."""
         if self._sealed_ahead:
             self._sealed_ahead.difference_update(row[0] for row in self._db.execute(
                 "SELECT seq FROM outbox WHERE task_id = ?", (task_id,)))
@@ -618,7 +619,7 @@ class Store:
                                 (task_id,)).fetchone() is not None
 
 
-def _marks(values: tuple[object, ...]) -> str:
+def _marks(values: Collection[object]) -> str:
     """The placeholders of an ``IN (...)`` for ``values``."""
     return ",".join("?" * len(values))
 

@@ -70,5 +70,4 @@ def parse_amount(text: object, asset: str) -> int:
 def format_amount(atomic: int, asset: str) -> str:
     """The decimal string of ``atomic`` smallest units of ``asset`` (``5`` USD cents → ``0.05``)."""
     decimals = asset_decimals(asset)
-    text = str(Decimal(atomic).scaleb(-decimals).quantize(Decimal(1).scaleb(-decimals)))
-    return text
+    return str(Decimal(atomic).scaleb(-decimals).quantize(Decimal(1).scaleb(-decimals)))
