@@ -30,7 +30,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -213,6 +213,9 @@ class JournaledRecord:
     ts: int
     kind: str
     data: dict[str, Any]
+    data_json: str
+    """``data`` as JSON text, as the chain encoded it (canonical: one encoding serves the
+    journal and the chain)."""
     id: int | None = None
     change: int = 0
     """The store's count of changes once it was kept: on disk when :meth:`Store.flush_now`
@@ -585,14 +588,18 @@ class Store:
         """Keep records until the evidence chain has them on disk; they are durable with the
         next :meth:`flush`. Returns them with their journal ids, in order."""
         with self.transaction(durable=False):
-            return [replace(record, id=self._db.execute(
-                "INSERT INTO evidence_journal (ts, kind, data_json) VALUES (?, ?, ?)",
-                (record.ts, record.kind, json.dumps(record.data))).lastrowid,
-                change=self._db.total_changes) for record in records]
+            return [JournaledRecord(record.ts, record.kind, record.data, record.data_json,
+                                    self._db.execute(
+                                        "INSERT INTO evidence_journal (ts, kind, data_json)"
+                                        " VALUES (?, ?, ?)",
+                                        (record.ts, record.kind, record.data_json)).lastrowid,
+                                    self._db.total_changes)
+                    for record in records]
 
     def journaled_evidence(self) -> list[JournaledRecord]:
         """The records still kept, oldest first."""
-        return [JournaledRecord(row["ts"], row["kind"], json.loads(row["data_json"]), row["id"])
+        return [JournaledRecord(row["ts"], row["kind"], json.loads(row["data_json"]),
+                                row["data_json"], row["id"])
                 for row in self._db.execute("SELECT * FROM evidence_journal ORDER BY id")]
 
     def forget_evidence(self, through: int) -> None:

@@ -117,19 +117,19 @@ class _Unsigned:
     fields: dict[str, Any]
     """Every member but ``data``: seq, ts, kind, prev and hash (then, if it ends the append,
     the signature's)."""
+    chained: bytes
+    """The chained content (every member but the hash and the signature's), as hashed."""
     signed_size: int
     """The length of its line, newline included, were it signed: what
     :data:`MAX_RECORD_BYTES` limits, for every record alike."""
 
     @classmethod
     def make(cls, index: int, kind: str, data: dict[str, Any], last: EvidenceHead | None,
-             ts: int | None, signer: Signer) -> _Unsigned:
-        """The record after ``last``; ``ValueError`` for data with a value JSON has no form for
-        (an object, NaN)."""
-        try:
-            data_json = canonical_json(data)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"evidence data is not JSON: {error}") from None
+             ts: int | None, signer: Signer, data_json: bytes | None = None) -> _Unsigned:
+        """The record after ``last``; ``data_json``: the data's canonical JSON when the caller
+        has it (:func:`encode_data`)."""
+        if data_json is None:
+            data_json = encode_data(data)
         fields: dict[str, Any] = {"seq": 0 if last is None else last.seq + 1,
                                   "ts": int(time.time() * 1000) if ts is None else ts,
                                   "kind": kind, "prev": None if last is None else last.hash}
@@ -139,7 +139,27 @@ class _Unsigned:
         # escapes) and its comma, the signature's members, and the newline.
         size = len(chained) + len(fields["hash"]) + 10 + \
             _signature_bytes(signer.aid, signer.key_seq) + 1
-        return cls(index, data, data_json, fields, size)
+        return cls(index, data, data_json, fields, chained, size)
+
+    def line(self) -> bytes:
+        """The record as the chain holds it, without the newline. An unsigned record's line is
+        its chained content with the member ``"hash":"…",`` after ``data`` (``hash`` sorts
+        between ``data`` and ``kind``; base64url needs no escapes): spliced in, not encoded
+        again."""
+        if "signature" in self.fields:
+            return canonical_with("data", self.data_json, self.fields)
+        cut = len(b'{"data":') + len(self.data_json) + 1
+        return b"".join((self.chained[:cut], b'"hash":"', self.fields["hash"].encode(), b'",',
+                         self.chained[cut:]))
+
+
+def encode_data(data: dict[str, Any]) -> bytes:
+    """A record's data as canonical JSON, encoded once for the journal, the hash and the line;
+    ``ValueError`` for data with a value JSON has no form for (an object, NaN)."""
+    try:
+        return canonical_json(data)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"evidence data is not JSON: {error}") from None
 
 
 def _lines(records: list[_Unsigned], signer: Signer,
@@ -153,7 +173,7 @@ def _lines(records: list[_Unsigned], signer: Signer,
     last.fields["signature"] = b64u(signature)
     lines = bytearray()
     for record in records:
-        lines += canonical_with("data", record.data_json, record.fields) + b"\n"
+        lines += record.line() + b"\n"
         outcomes[record.index] = {"data": record.data} | record.fields
     return lines
 
@@ -172,6 +192,9 @@ class _Waiting:
 
     kind: str
     data: dict[str, Any]
+    data_json: bytes
+    """``data`` as canonical JSON (:func:`encode_data`): what the journal keeps, and what the
+    append hashes and writes."""
     ts: int
     journal_id: int | None
     """Its id in the journal; None when it is not kept there (its append is synced)."""
@@ -244,6 +267,7 @@ class EvidenceChain:
 
     def append_all(self, items: Sequence[tuple[str, dict[str, Any]]], *, head: bool = True,
                    times: Sequence[int] | None = None, journal_ids: Sequence[int] = (),
+                   encoded: Sequence[bytes] | None = None,
                    ) -> list[dict[str, Any] | Exception]:
         """Append records in this order, with one signature (of the last record: its hash
         chains the others), one fsync and one move of the head; per item the record as stored,
@@ -251,7 +275,8 @@ class EvidenceChain:
         the same). ``times``: each record's ``ts`` (unix ms) when it was made earlier than now.
         ``head`` False: the head moves only once it lags :data:`HEAD_EVERY_RECORDS` (the caller
         moves it later, :meth:`move_head`). ``journal_ids``: the journal keeps these records, so
-        the append is not synced unless the head moves."""
+        the append is not synced unless the head moves. ``encoded``: each item's data as
+        canonical JSON, when the caller encoded it already (:func:`encode_data`)."""
         if len(items) > MAX_APPEND_RECORDS:
             raise ValueError(f"{len(items)} records in one append; at most "
                              f"{MAX_APPEND_RECORDS}")
@@ -286,7 +311,8 @@ class EvidenceChain:
                         written, headless = [], False
                     try:
                         record = _Unsigned.make(index, kind, data, last,
-                                                None if times is None else times[index], signer)
+                                                None if times is None else times[index], signer,
+                                                None if encoded is None else encoded[index])
                     except ValueError as error:  # data that is no JSON: this record only
                         outcomes[index] = error
                         continue
@@ -483,10 +509,11 @@ class EvidenceChain:
                 futures.append(future)
             try:
                 _check_item(kind, data)
+                data_json = encode_data(data)
             except (TypeError, ValueError) as error:
                 _settle(kind, future, error)
                 continue
-            waiting.append(_Waiting(kind, data, now, None, 0, future))
+            waiting.append(_Waiting(kind, data, data_json, now, None, 0, future))
         return futures, waiting
 
     def _journaled(self, waiting: list[_Waiting]) -> None:
@@ -495,7 +522,8 @@ class EvidenceChain:
             return
         try:
             kept = self._journal.journal_evidence(
-                [JournaledRecord(item.ts, item.kind, item.data) for item in waiting])
+                [JournaledRecord(item.ts, item.kind, item.data, item.data_json.decode())
+                 for item in waiting])
         except sqlite3.Error as error:  # then their append is synced, as without a journal
             log.error("event=evidence-journal-failed error=%r", error)
         else:
@@ -545,7 +573,8 @@ class EvidenceChain:
                 self._flush_journal(batch)
                 outcomes = self.append_all([(item.kind, item.data) for item in batch],
                                            head=False, times=[item.ts for item in batch],
-                                           journal_ids=journal_ids)
+                                           journal_ids=journal_ids,
+                                           encoded=[item.data_json for item in batch])
             except (OSError, EvidenceError) as error:  # the disk, or a chain and its head
                 outcomes = [error] * len(batch)
             _settle_all(batch, outcomes)
@@ -558,7 +587,8 @@ class EvidenceChain:
             self._flush_journal(batch)
             outcomes = await asyncio.to_thread(
                 self.append_all, [(item.kind, item.data) for item in batch], head=False,
-                times=[item.ts for item in batch], journal_ids=journal_ids)
+                times=[item.ts for item in batch], journal_ids=journal_ids,
+                encoded=[item.data_json for item in batch])
         except (OSError, EvidenceError) as error:
             outcomes = [error] * len(batch)
         finally:

@@ -141,6 +141,27 @@ def test_an_append_signs_its_last_record_which_vouches_for_the_others(
         [(0, 0, ""), (1, 3, ""), (2, 3, ""), (3, 3, "")]
 
 
+@settings(max_examples=40, deadline=None)
+@given(data=st.lists(st.dictionaries(st.text(min_size=1, max_size=8),
+                                     st.recursive(st.none() | st.booleans() | st.integers()
+                                                  | st.text(max_size=12),
+                                                  lambda inner: st.lists(inner, max_size=3)
+                                                  | st.dictionaries(st.text(max_size=6), inner,
+                                                                    max_size=3),
+                                                  max_leaves=6), max_size=4),
+                     min_size=1, max_size=4))
+def test_every_line_is_its_records_canonical_json(owner: Identity,
+                                                 data: list[dict[str, object]]) -> None:
+    """An unsigned record's line is spliced from the content its hash was made of (nothing
+    encoded twice): it must still be the record's canonical JSON, byte for byte."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = DataPaths(Path(directory)).evidence_chain
+        EvidenceChain(path, owner).append_all([("task.accepted", item) for item in data])
+        assert [line.rstrip(b"\n") for line in lines(path)] == \
+            [canonical_json(json.loads(line)) for line in lines(path)]
+        assert verify(path, owner.verified_history).ok
+
+
 def test_records_after_the_last_signed_one_prove_nothing_and_the_next_append_cuts_them(
         path: Path, owner: Identity) -> None:
     """A record written without the key (or what a crash left of an append before its signed
