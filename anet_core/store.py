@@ -34,10 +34,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anet_core.errors import AnetError
 from anet_core.util.canonical import compact_json, decode_cursor, encode_cursor
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class TaskRole(StrEnum):
@@ -253,6 +256,8 @@ class Store:
         read again. A new task asks for the inbound policy three times."""
         self._trusted: set[str] | None = None
         """The trust list, read once and kept as :attr:`_settings` are; None until read."""
+        self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        """Who waits for a sync through a change count (:meth:`flush` with ``within``)."""
         self._taken: set[int] = set()
         """Outbox entries the hub took (:meth:`outbox_taken`), deleted by the next transaction
         instead of a commit of their own; no read of the outbox returns them meanwhile."""
@@ -282,16 +287,27 @@ class Store:
         self._taken.difference_update(taken)
         if outermost and durable:
             self._sync_wal()
-            self._synced = self._db.total_changes
+            self._mark_synced()
 
-    async def flush(self) -> None:
+    async def flush(self, within: float = 0.0) -> None:
         """Return once every commit made before the call is on disk.
 
         One fsync of the WAL covers every commit made before it (group commit): the commits
         of every task handled in one turn of the event loop share it. It runs on the loop:
         an fsync of the WAL takes about 0.1 ms here, less than handing it to a thread costs in
-        CPU (measured with ``bench/run.py``; docs/performance.md)."""
-        self.flush_now()
+        CPU (measured with ``bench/run.py``; docs/performance.md). ``within``: how long it may
+        wait for a sync made anyway (a transaction's own, another caller's) to cover those
+        commits before it makes one: one fsync then serves both."""
+        import asyncio  # loaded by every caller already; the CLI's use of the store needs none
+
+        through = self._db.total_changes
+        if within > 0 and self._synced < through:
+            synced = asyncio.get_running_loop().create_future()
+            self._sync_waiters.append((through, synced))
+            with suppress(TimeoutError):
+                async with asyncio.timeout(within):
+                    await synced
+        self.flush_now(through)
 
     def flush_now(self, through: int | None = None) -> None:
         """:meth:`flush` from where nothing can be awaited (a callback of the loop: the evidence
@@ -299,7 +315,20 @@ class Store:
         :attr:`JournaledRecord.change`); no fsync when a sync since covered them."""
         if self._synced < (self._db.total_changes if through is None else through):
             self._sync_wal()
-            self._synced = self._db.total_changes
+            self._mark_synced()
+
+    def _mark_synced(self) -> None:
+        """Every change counted so far is on disk: wake who waits for that (:meth:`flush`)."""
+        self._synced = self._db.total_changes
+        if self._sync_waiters:
+            waiting, self._sync_waiters = self._sync_waiters, []
+            for through, synced in waiting:
+                if synced.done():
+                    continue  # its wait ended: it syncs by itself
+                if through <= self._synced:
+                    synced.set_result(None)
+                else:
+                    self._sync_waiters.append((through, synced))
 
     def _sync_wal(self) -> None:
         """fsync the WAL file: every frame SQLite wrote to it, so every commit, is on disk.

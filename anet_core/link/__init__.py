@@ -12,7 +12,9 @@ from __future__ import annotations
 from anet_core.link.contract import (
     QUERY_REFUSALS,
     UNKNOWN_AGENT_REASONS,
+    AckTiming,
     EnvelopeReceiver,
+    Flush,
     HubError,
     HubLink,
     JoinState,
@@ -29,7 +31,9 @@ from anet_core.link.contract import (
 __all__ = [
     "QUERY_REFUSALS",
     "UNKNOWN_AGENT_REASONS",
+    "AckTiming",
     "EnvelopeReceiver",
+    "Flush",
     "HubError",
     "HubLink",
     "JoinState",

@@ -32,6 +32,7 @@ from anet_core.link.card import (
 from anet_core.link.connection import Channel, HubConnection, normalize_hub_url
 from anet_core.link.contract import (
     EnvelopeReceiver,
+    Flush,
     HubError,
     JoinState,
     JoinStatus,
@@ -80,8 +81,7 @@ class HubClient:
     def url(self) -> str | None:
         return self._connection.url
 
-    def set_receiver(self, receiver: EnvelopeReceiver, *,
-                     flush: Callable[[], Awaitable[None]] | None = None) -> None:
+    def set_receiver(self, receiver: EnvelopeReceiver, *, flush: Flush | None = None) -> None:
         self._delivery.set_receiver(receiver, flush=flush)
 
     async def send(self, envelope: dict[str, Any] | str) -> None:

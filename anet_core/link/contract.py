@@ -130,7 +130,25 @@ class HubError(ReasonError):
         return self.reason in UNKNOWN_AGENT_REASONS
 
 
-EnvelopeReceiver = Callable[[dict[str, Any]], Awaitable[None]]
+class AckTiming(StrEnum):
+    """When the acknowledgement of an envelope the receiver kept goes to the hub (after the
+    flush that made what it kept durable); the hub then tells the sender it was taken."""
+
+    AT_ONCE = "at-once"
+    """The sender may be waiting for it to send more: a task's next update leaves only once
+    the one before it was taken (docs/protocol.md, "Relay and delivery"). Its flush is made at
+    once."""
+    WITH_NEXT_FLUSH = "with-next-flush"
+    """Nothing waits for it but the sender's bookkeeping: it goes once the receiver's next flush
+    made it durable, whoever makes that flush (the next task's commit), or after a flush of
+    its own ``ACK_HOLD_S`` later (link/delivery.py): one fsync then serves both."""
+
+
+EnvelopeReceiver = Callable[[dict[str, Any]], Awaitable[AckTiming | None]]
+"""Takes a delivered envelope; returns when its acknowledgement may go (None: at once)."""
+Flush = Callable[[float], Awaitable[None]]
+"""Makes what the receiver kept durable: returns once every commit made before the call is on
+disk, waiting up to the given seconds for a flush made anyway to cover it (``Store.flush``)."""
 
 
 class HubLink(Protocol):
@@ -147,12 +165,12 @@ class HubLink(Protocol):
         unknown recipient); the caller keeps the envelope and tries again later.
         """
 
-    def set_receiver(self, receiver: EnvelopeReceiver, *,
-                     flush: Callable[[], Awaitable[None]] | None = None) -> None:
+    def set_receiver(self, receiver: EnvelopeReceiver, *, flush: Flush | None = None) -> None:
         """Deliver every incoming envelope to ``receiver``; when it returns without raising,
-        and then ``flush`` (what makes everything the receiver kept durable), the envelope is
-        acknowledged to the hub (and removed there), so the receiver must have persisted what
-        it needs by then. Until then the hub, or the sender, keeps the envelope."""
+        and then ``flush`` made everything the receiver kept durable (at once, or with the next
+        flush, as the receiver answered: :class:`AckTiming`), the envelope is acknowledged to
+        the hub (and removed there), so the receiver must have persisted what it needs by then.
+        Until then the hub, or the sender, keeps the envelope."""
 
     async def peer(self, aid: str) -> PeerInfo:
         """The verified directory entry of ``aid``; raises HubError("unknown-agent") if none."""

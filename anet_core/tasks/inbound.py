@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from anet_core.identity import Identity, VerifiedHistory
-from anet_core.link import HubError, HubLink
+from anet_core.link import AckTiming, HubError, HubLink
 from anet_core.metrics import NodeMetrics
 from anet_core.protocol.envelope import (
     DEFAULT_MAX_AGE_S,
@@ -28,6 +28,7 @@ from anet_core.protocol.tasks import (
     CardReply,
     CardRequest,
     TaskAlive,
+    TaskBody,
     TaskCancel,
     TaskMessage,
     TaskUpdate,
@@ -63,13 +64,14 @@ class InboundEnvelopes:
         self._cards = cards
         self._services = services
 
-    async def __call__(self, envelope: dict[str, Any]) -> None:
-        """Take one envelope; return once what it changed is committed. The hub forgets it once
-        the store's flush made that durable (the link calls :meth:`Store.flush` before it
-        acknowledges: ``set_receiver`` in layer.py)."""
-        await self._receive(envelope)
+    async def __call__(self, envelope: dict[str, Any]) -> AckTiming | None:
+        """Take one envelope; return once what it changed is committed, and when its
+        acknowledgement may go. The hub forgets it once the store's flush made that durable
+        (the link calls :meth:`Store.flush` before it acknowledges: ``set_receiver`` in
+        layer.py)."""
+        return await self._receive(envelope)
 
-    async def _receive(self, envelope: dict[str, Any]) -> None:
+    async def _receive(self, envelope: dict[str, Any]) -> AckTiming | None:
         self._metrics.envelopes_received.inc()
         try:
             header = peek_header(envelope)
@@ -131,6 +133,7 @@ class InboundEnvelopes:
             effects = self._dispatch(opened.sender, history, body, opened.ts / 1000)
             self._services.keep(effects)
         await self._services.run(effects)
+        return _ack_timing(body)
 
     def _dispatch(self, sender: str, history: VerifiedHistory,
                   body: TaskMessage | TaskCancel | TaskUpdate | TaskAlive | CardRequest
@@ -151,3 +154,13 @@ class InboundEnvelopes:
     def _refuse(envelope_id: str, sender: str, reason: str, detail: str) -> None:
         log.warning("event=envelope-refused id=%s from=%s reason=%s detail=%r", envelope_id, sender,
                     reason, detail)
+
+
+def _ack_timing(body: TaskBody) -> AckTiming:
+    """A task's update that does not end its turn may have the next one waiting behind it at
+    the provider (an outbox sends a task's envelopes one after the other): acknowledged after
+    a flush of its own. Nothing else has anything waiting for its acknowledgement, which waits
+    for the next flush made anyway (``ACK_HOLD_S`` in link/delivery.py)."""
+    if isinstance(body, TaskUpdate) and not (body.state.is_terminal or body.state.is_interrupted):
+        return AckTiming.AT_ONCE
+    return AckTiming.WITH_NEXT_FLUSH

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -164,6 +165,41 @@ async def test_an_entry_the_hub_took_is_deleted_by_the_next_transaction(tmp_path
         store.outbox_taken(third.seq)
         assert store.outbox_next_attempt() is None and store.outbox_due(time.time()) == []
     assert rows() == []  # the store deleted the last one as it closed
+
+
+async def test_a_flush_that_may_wait_shares_the_next_sync_or_makes_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``flush(within)``: durable once a sync made anyway covers its commits (one fsync for
+    both), or by a sync of its own once ``within`` passed; at once when nothing is unsynced."""
+    async with open_store(tmp_path / "anet.db") as store:
+        syncs = 0
+        sync_wal = store._sync_wal
+
+        def counted() -> None:
+            nonlocal syncs
+            syncs += 1
+            sync_wal()
+
+        monkeypatch.setattr(store, "_sync_wal", counted)
+        with store.transaction(durable=False):
+            store.insert_task(task("t-00000001", 1.0))
+        waiting = asyncio.ensure_future(store.flush(within=60.0))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not waiting.done() and syncs == 0
+        with store.transaction():  # durable: its sync covers the commit before it as well
+            store.insert_task(task("t-00000002", 2.0))
+        async with asyncio.timeout(10):
+            await waiting
+        assert syncs == 1
+
+        with store.transaction(durable=False):
+            store.insert_task(task("t-00000003", 3.0))
+        async with asyncio.timeout(10):
+            await store.flush(within=0.01)  # nobody syncs meanwhile: it does
+        assert syncs == 2
+        await store.flush(within=60.0)  # nothing unsynced
+        assert syncs == 2
 
 
 async def test_seen_envelopes_expire(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from anet_core.identity import Identity, verify_history
-from anet_core.link import HubError, KeyState, PeerInfo, SearchQuery, Verification
+from anet_core.link import AckTiming, HubError, KeyState, PeerInfo, SearchQuery, Verification
 from anet_core.link import connection as connection_module
 from anet_core.link import delivery as delivery_module
 from anet_core.link.connection import RequestPacer
@@ -201,7 +201,7 @@ async def test_acknowledgements_wait_for_the_flush_and_the_next_envelope_does_no
     durable = asyncio.Event()
     flushes = 0
 
-    async def flush() -> None:  # the receiver's store, syncing
+    async def flush(within: float) -> None:  # the receiver's store, syncing
         nonlocal flushes
         flushes += 1
         await durable.wait()
@@ -215,6 +215,28 @@ async def test_acknowledgements_wait_for_the_flush_and_the_next_envelope_does_no
     durable.set()
     await eventually(lambda: sum(counters.acks.values()) == 5)
     assert {counters.acks[envelope["id"]] for envelope in sent} == {1}
+
+
+async def test_an_acknowledgement_nothing_waits_for_waits_for_the_next_flush(hub, nodes):
+    """The receiver says when: at once (a flush of its own), or with the next flush made
+    anyway, ``ACK_HOLD_S`` at most (``AckTiming``)."""
+    bob, receiver = await connect_receiver(nodes, hub, "bob")
+    alice = await nodes.connect("alice", hub)
+    timings = {0: AckTiming.AT_ONCE, 1: AckTiming.WITH_NEXT_FLUSH, 2: None}
+    asked: list[float] = []
+
+    async def receive(envelope: dict[str, Any]) -> AckTiming | None:
+        await receiver(envelope)
+        return timings[receiver.opened[-1][1]["n"]]
+
+    async def flush(within: float) -> None:
+        asked.append(within)
+
+    bob.set_receiver(receive, flush=flush)
+    async with asyncio.timeout(STEP_TIMEOUT_S):
+        for number in timings:  # each send returns once bob's acknowledgement reached the hub
+            await alice.send(envelope_for(nodes, "alice", "bob", {"n": number}))
+    assert asked == [0.0, delivery_module.ACK_HOLD_S, 0.0]
 
 
 async def test_a_failing_sender_waits_alone_and_keeps_its_order(hub, nodes, quick_retries):

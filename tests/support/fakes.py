@@ -15,6 +15,7 @@ from typing import Any
 from anet_core import hookimpl
 from anet_core.identity import Identity, VerifiedHistory
 from anet_core.link import (
+    AckTiming,
     EnvelopeReceiver,
     HubError,
     JoinState,
@@ -43,6 +44,8 @@ class FakeHub:
     flushes: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
     queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seen: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, AckTiming | None] = field(default_factory=dict)
+    """Envelope id → when its receiver let its acknowledgement go (``EnvelopeReceiver``)."""
     up: bool = True
     refuse: str | None = None
     cards: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -94,7 +97,8 @@ class FakeHub:
             event.clear()
             while self.up and aid in self.receivers and self.queues[aid]:
                 try:
-                    await self.receivers[aid](self.queues[aid][0])
+                    envelope = self.queues[aid][0]
+                    self.timings[envelope["id"]] = await self.receivers[aid](envelope)
                     await self.flushes.get(aid, _nothing)()
                 except HubError:
                     await asyncio.sleep(0.05)

@@ -12,7 +12,9 @@ import pytest
 from anet_core import hookimpl
 from anet_core.errors import AnetError
 from anet_core.evidence import verify
+from anet_core.link import AckTiming
 from anet_core.protocol import envelope as envelope_module
+from anet_core.protocol.envelope import open_envelope
 from anet_core.protocol.tasks import ArtifactChunk
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.store import StoredTask, TaskRole
@@ -550,6 +552,35 @@ async def test_module_serves_through_the_responder(tmp_path: Path, hub: FakeHub)
         await asyncio.wait_for(module.cancelled.wait(), 5)
         await eventually(lambda: b.tasks.received(slow["id"])["status"]["state"]
                          == "TASK_STATE_CANCELED")
+
+
+async def test_only_an_update_that_does_not_end_its_turn_is_acknowledged_at_once(
+        tmp_path: Path, hub: FakeHub) -> None:
+    """The provider sends a task's next update only once the one before it was taken; nothing
+    waits for the acknowledgement of a message, a cancel or a turn's end (here: a question),
+    which waits for the receiver's next flush made anyway (``AckTiming``)."""
+    module = _Interviewer()
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(module)) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("greet"))
+        await eventually(lambda: state(a, task["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        slow = await a.tasks.send(b.aid, user_message("ponder", "m-2"), skill="slow")
+        await eventually(lambda: state(a, slow["id"]) == "TASK_STATE_WORKING")
+        await a.tasks.cancel(b.aid, slow["id"])
+        await eventually(lambda: len([e for e in hub.seen if e["to"] == a.aid]) == 3)
+        await eventually(lambda: all(envelope["id"] in hub.timings for envelope in hub.seen))
+    told: list[tuple[str, AckTiming | None]] = []
+    for envelope in hub.seen:
+        if envelope["to"] == b.aid:
+            told.append(("to the provider", hub.timings[envelope["id"]]))
+        else:
+            body = open_envelope(envelope, a.identity, b.identity.verified_history).body
+            told.append((body["status"]["state"], hub.timings[envelope["id"]]))
+    at_once, later = AckTiming.AT_ONCE, AckTiming.WITH_NEXT_FLUSH
+    assert told == [("to the provider", later), ("TASK_STATE_INPUT_REQUIRED", later),
+                    ("to the provider", later), ("TASK_STATE_WORKING", at_once),
+                    ("to the provider", later), ("TASK_STATE_CANCELED", later)]
 
 
 async def test_module_can_leave_a_task_to_the_operator(tmp_path: Path, hub: FakeHub) -> None:
