@@ -10,13 +10,14 @@ with the official a2a-sdk client, blocking SendMessage over JSON-RPC, in two way
 
 For N tasks one after the other and N at once, in R rounds (each with clients of its own; the
 latencies of all rounds pooled), it prints p50/p99 latency and tasks/s of both side by side, and
-the ratio (b)/(a); the CPU time alice, the hub and bob spent on the sequential (b) tasks (the
-mean of the rounds); the idle memory (RSS) of a node and of the hub; the wall time of
-``anet status`` and ``anet --help`` with the daemon running; the hub's relay rate between two
-nodes (bench/relay.py, the median of one run per round); and the hub's memory per connected
-node (N nodes registered at a second hub, as bench/hub_connections.py does). It ends with the
-table of targets of docs/performance.md, each figure with its targets and a mark. Everything
-is bounded in count and time and stopped and removed at the end.
+the ratio (b)/(a); the CPU time alice, the hub and bob spent on the sequential (b) tasks, and
+the system calls and sleeps they made (the mean of the rounds); the idle memory (RSS) of a node
+and of the hub; the wall time of ``anet status`` and ``anet --help`` with the daemon running;
+the hub's relay rate between two nodes (bench/relay.py, the median of one run per round); and
+the hub's memory per connected node (N nodes registered at a second hub, as
+bench/hub_connections.py does). It ends with the table of targets of docs/performance.md, each
+figure with its targets and a mark. Everything is bounded in count and time and stopped and
+removed at the end.
 
     .venv/bin/python bench/run.py [--tasks 100] [--rounds 3] [--nodes 1000] [--envelopes 5000]
                                   [--quick]
@@ -151,6 +152,41 @@ def cpu_s(pid: int) -> float:
     """User plus system CPU time of ``pid`` so far, in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a process did: its CPU time, and counts that move far less with the host's speed
+    than times do, so that two runs on a shared machine compare by them."""
+
+    cpu_ms: float
+    reads: float
+    """System calls that read (a socket, a file): ``syscr`` of ``/proc/<pid>/io``."""
+    writes: float
+    """System calls that write (a socket, a file, each page the store's WAL is given)."""
+    sleeps: float
+    """Voluntary context switches: each time it waited (for a socket, the disk, a lock), so
+    each time it came back to cold caches."""
+
+    def __sub__(self, other: Work) -> Work:
+        return Work(self.cpu_ms - other.cpu_ms, self.reads - other.reads,
+                    self.writes - other.writes, self.sleeps - other.sleeps)
+
+    def per(self, count: int) -> Work:
+        return Work(self.cpu_ms / count, self.reads / count, self.writes / count,
+                    self.sleeps / count)
+
+    @staticmethod
+    def mean(works: list[Work]) -> Work:
+        return Work(*(statistics.fmean(getattr(work, name) for work in works)
+                      for name in ("cpu_ms", "reads", "writes", "sleeps")))
+
+
+def work(pid: int) -> Work:
+    io = dict(line.split(":") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    sleeps = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if line.startswith("voluntary_ctxt_switches:"))
+    return Work(cpu_s(pid) * 1000, int(io["syscr"]), int(io["syscw"]), int(sleeps))
 
 
 def machine() -> str:
@@ -338,9 +374,9 @@ async def step(progress: Progress, what: str, run: Callable[[], Awaitable[Phase]
 
 async def measure_round(network: EmbeddedNetwork, alice: DemoNode, bob: DemoNode,
                         pids: dict[str, int], tasks: int, progress: Progress, which: str
-                        ) -> tuple[dict[str, tuple[Phase, Phase]], dict[str, float]]:
+                        ) -> tuple[dict[str, tuple[Phase, Phase]], dict[str, Work]]:
     """(a) and (b), ``tasks`` one after the other and then at once, with clients of their own
-    (a round after another starts from the same state as the first); the CPU per task of
+    (a round after another starts from the same state as the first); the work per task of
     each process in (b) sequential."""
     async with direct_http(network, tasks) as direct_transport, \
             endpoint_http(alice, tasks) as endpoint_transport, \
@@ -350,19 +386,18 @@ async def measure_round(network: EmbeddedNetwork, alice: DemoNode, bob: DemoNode
             for _ in range(WARM_UP):
                 await one_task(client)
         results: dict[str, tuple[Phase, Phase]] = {}
-        cpu_ms: dict[str, float] = {}
+        done: dict[str, Work] = {}
         for name, run in (("sequential", sequential), ("concurrent", concurrent)):
             label = "sequential" if run is sequential else "at once"
             a = await step(progress, f"(a) direct, {tasks} {label}{which}",
                            lambda run=run: run(direct, tasks))
-            before = {key: cpu_s(pid) for key, pid in pids.items()}
+            before = {key: work(pid) for key, pid in pids.items()}
             b = await step(progress, f"(b) network, {tasks} {label}{which}",
                            lambda run=run: run(through, tasks))
             if run is sequential:
-                cpu_ms = {key: (cpu_s(pid) - before[key]) * 1000 / tasks
-                          for key, pid in pids.items()}
+                done = {key: (work(pid) - before[key]).per(tasks) for key, pid in pids.items()}
             results[name] = (a, b)
-    return results, cpu_ms
+    return results, done
 
 
 async def bench(args: argparse.Namespace) -> None:
@@ -397,7 +432,8 @@ async def bench(args: argparse.Namespace) -> None:
         results = {name: (Phase.pooled([got[name][0] for got, _ in rounds]),
                           Phase.pooled([got[name][1] for got, _ in rounds]))
                    for name in ("sequential", "concurrent")}
-        cpu_ms = {key: statistics.fmean(spent[key] for _, spent in rounds) for key in pids}
+        per_task = {key: Work.mean([spent[key] for _, spent in rounds]) for key in pids}
+        cpu_ms = {key: done.cpu_ms for key, done in per_task.items()}
         busy = {name: rss_mib(network.child(name).pid) for name in ("alice", "bob", "the hub")}
 
         async with progress.step("anet status, anet --help") as timed:
@@ -434,8 +470,12 @@ async def bench(args: argparse.Namespace) -> None:
                   f"text agent {idle['the text agent']:.1f} MiB")
     progress.line(f"memory (RSS) after the tasks: alice {busy['alice']:.1f} MiB, "
                   f"bob {busy['bob']:.1f} MiB, hub {busy['the hub']:.1f} MiB")
-    per_task = ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu_ms.items())
-    progress.line(f"CPU per task in (b) sequential, by process: {per_task}")
+    progress.line("CPU per task in (b) sequential, by process: "
+                  + ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu_ms.items()))
+    progress.line("counted per task in (b) sequential, system calls that read / write, and "
+                  "sleeps (times the process waited): " + ", ".join(
+                      f"{name} {done.reads:.1f} / {done.writes:.1f}, {done.sleeps:.1f}"
+                      for name, done in per_task.items() if name in ("alice", "hub", "bob")))
     anet_ms = cpu_ms["alice"] + cpu_ms["hub"] + cpu_ms["bob"]
     progress.line(f"alice + hub + bob spend {anet_ms / cpu_ms['text agent']:.2f} times the text "
                   "agent's CPU per task (a ratio that moves less with the host than either)")
