@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +17,7 @@ from anet_core.identity import Identity, VerifiedHistory
 from anet_core.link import (
     AckTiming,
     EnvelopeReceiver,
+    Flush,
     HubError,
     JoinState,
     JoinStatus,
@@ -41,7 +42,7 @@ class FakeHub:
 
     identities: dict[str, Identity] = field(default_factory=dict)
     receivers: dict[str, EnvelopeReceiver] = field(default_factory=dict)
-    flushes: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
+    flushes: dict[str, Flush] = field(default_factory=dict)
     queues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seen: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, AckTiming | None] = field(default_factory=dict)
@@ -99,7 +100,7 @@ class FakeHub:
                 try:
                     envelope = self.queues[aid][0]
                     self.timings[envelope["id"]] = await self.receivers[aid](envelope)
-                    await self.flushes.get(aid, _nothing)()
+                    await self.flushes.get(aid, _nothing)(0.0)
                 except HubError:
                     await asyncio.sleep(0.05)
                     event.set()
@@ -125,8 +126,7 @@ class FakeLink:
     async def send(self, envelope: dict[str, Any] | str) -> None:
         self.hub.accept(json.loads(envelope) if isinstance(envelope, str) else envelope)
 
-    def set_receiver(self, receiver: EnvelopeReceiver, *,
-                     flush: Callable[[], Awaitable[None]] | None = None) -> None:
+    def set_receiver(self, receiver: EnvelopeReceiver, *, flush: Flush | None = None) -> None:
         self.hub.receivers[self.aid] = receiver
         if flush is not None:
             self.hub.flushes[self.aid] = flush
@@ -177,5 +177,5 @@ class CompletingModule:
         return TaskClaim(module="completes", serve=serve)
 
 
-async def _nothing() -> None:
+async def _nothing(within: float) -> None:
     """A receiver without a flush of its own."""

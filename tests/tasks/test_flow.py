@@ -626,8 +626,8 @@ async def test_a_providers_update_reaches_the_client_before_the_disk_and_the_hub
                 steps.append(("answered", a.store._db.total_changes))
             publish(task, events)
 
-        async def acknowledged() -> None:  # the hub forgets the envelope when this returns
-            await flush()
+        async def acknowledged(within: float) -> None:  # the hub forgets it once this returned
+            await flush(within)
             steps.append(("acknowledged", a.store._db.total_changes))
 
         monkeypatch.setattr(a.store, "_sync_wal", synced)
