@@ -287,7 +287,6 @@ class Store:
         self._taken.difference_update(taken)
         if outermost and durable:
             self._sync_wal()
-            self._mark_synced()
 
     async def flush(self, within: float = 0.0) -> None:
         """Return once every commit made before the call is on disk.
@@ -315,10 +314,22 @@ class Store:
         :attr:`JournaledRecord.change`); no fsync when a sync since covered them."""
         if self._synced < (self._db.total_changes if through is None else through):
             self._sync_wal()
-            self._mark_synced()
 
-    def _mark_synced(self) -> None:
-        """Every change counted so far is on disk: wake who waits for that (:meth:`flush`)."""
+    def _sync_wal(self) -> None:
+        """fsync the WAL file: every frame SQLite wrote to it, so every commit, is on disk; then
+        wake who waits for that (:meth:`flush`).
+
+        (SQLite syncs the WAL's header itself when it starts the file over, and with it the
+        directory on its creation; a checkpoint syncs the WAL before it copies pages.)"""
+        try:
+            fd = os.open(self._wal, os.O_RDONLY)
+        except FileNotFoundError:
+            pass  # no WAL: everything is in the database file, which SQLite synced
+        else:
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         self._synced = self._db.total_changes
         if self._sync_waiters:
             waiting, self._sync_waiters = self._sync_waiters, []
@@ -330,19 +341,6 @@ class Store:
                 else:
                     self._sync_waiters.append((through, synced))
 
-    def _sync_wal(self) -> None:
-        """fsync the WAL file: every frame SQLite wrote to it, so every commit, is on disk.
-
-        (SQLite syncs the WAL's header itself when it starts the file over, and with it the
-        directory on its creation; a checkpoint syncs the WAL before it copies pages.)"""
-        try:
-            fd = os.open(self._wal, os.O_RDONLY)
-        except FileNotFoundError:
-            return  # no WAL: everything is in the database file, which SQLite synced
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     # --- tasks -------------------------------------------------------------------------------
 
