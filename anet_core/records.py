@@ -213,6 +213,14 @@ class Responder(Protocol):
         """Give the task up: it waits in the operator's inbox (``queued_for_operator``) and
         this responder ends. ``reason`` (one line, no secrets) goes to the log."""
 
+    def record(self, kind: str, data: dict[str, Any]) -> None:
+        """Add a record about this task to the node's evidence chain (``kind``:
+        ``<module>.<event>``; ``data``: JSON, no message content or secrets). It is kept in
+        the transaction of the task's next change, the one this responder's next call makes
+        (or the requester's cancel): what the record says and what it led to reach the disk
+        together, in one commit. When no change follows (the task has ended, or ``serve``
+        returns first), it is kept at once."""
+
 
 @dataclass(frozen=True)
 class TaskClaim:

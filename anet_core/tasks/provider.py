@@ -305,6 +305,7 @@ class Provider:
                 await responder.fail("the agent's module ended without an answer")
         finally:
             self._responders.pop(inbound.task_id, None)
+            self.keep_now(responder.evidence)  # made after its last call
 
     def _leave_answer_to_operator(self, task_id: str) -> bool:
         """True when the task waits for input: its module is forgotten, so the answer goes to
@@ -372,15 +373,21 @@ class Provider:
 
     async def report(self, task_id: str, state: TaskState, *, message: dict[str, Any] | None,
                      chunks: list[ArtifactChunk], final_artifacts: list[dict[str, Any]] | None,
-                     reason: Reason | None, message_reply: bool = False) -> None:
+                     reason: Reason | None, message_reply: bool = False,
+                     evidence: list[tuple[str, dict[str, Any]]] | None = None) -> None:
         """A responder's report, persisted and queued for the requester (``message_reply``:
-        the terminal answer is a Message, not a Task; see Responder.reply_message)."""
-        effects = Effects()
+        the terminal answer is a Message, not a Task; see Responder.reply_message).
+        ``evidence``: the responder's records waiting for this change (Responder.record),
+        kept in its transaction, before the change's own, and taken off the list."""
+        evidence = [] if evidence is None else evidence
+        taken = len(evidence)
+        effects = Effects(evidence=evidence[:taken])
         end: GateEnd | None = None
         stored: StoredTask | None = None
         if state.is_terminal:
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
             if stored is None or state_of(stored.task).is_terminal:
+                self.keep_now(evidence)
                 return
             waited = self._gates.admitted(stored)  # its gate's check may wait; no other does
             end = await self._gates.end(stored, GateEnd(state, message, final_artifacts or [],
@@ -390,16 +397,23 @@ class Provider:
         with self._store.transaction(durable=False):
             if stored is None:
                 stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
-                if stored is None or state_of(stored.task).is_terminal:
-                    return
-            if end is not None:
-                self._end(stored, end, effects)
-            else:
-                self._emit(stored, state, effects, message=message, chunks=chunks,
-                           final_artifacts=final_artifacts, reason=reason,
-                           message_reply=message_reply)
-            self._services.keep(effects)
+            if stored is not None and not state_of(stored.task).is_terminal:
+                if end is not None:
+                    self._end(stored, end, effects)
+                else:
+                    self._emit(stored, state, effects, message=message, chunks=chunks,
+                               final_artifacts=final_artifacts, reason=reason,
+                               message_reply=message_reply)
+            self._services.keep(effects)  # the records, even when nothing changed
+        del evidence[:taken]
         await self._services.run(effects)
+
+    def keep_now(self, evidence: list[tuple[str, dict[str, Any]]]) -> None:
+        """Keep a responder's records that no change of their task will carry (it ended), in
+        the order they were made, and take them off the list."""
+        for kind, data in evidence:
+            self._services.evidence.record_later(kind, data)
+        evidence.clear()
 
     def _end(self, stored: StoredTask, end: GateEnd, effects: Effects) -> None:
         if end.held:
@@ -410,18 +424,23 @@ class Provider:
         self._emit(stored, end.state, effects, message=end.message, reason=end.reason,
                    final_artifacts=end.artifacts, message_reply=end.message_reply)
 
-    async def release(self, task_id: str, reason: str) -> None:
-        """A module gives a task up: it goes to the operator's inbox."""
-        effects = Effects()
+    async def release(self, task_id: str, reason: str,
+                      evidence: list[tuple[str, dict[str, Any]]]) -> None:
+        """A module gives a task up: it goes to the operator's inbox. ``evidence``: as for
+        :meth:`report`."""
+        taken = len(evidence)
+        effects = Effects(evidence=evidence[:taken])
+        released = False
         with self._store.transaction(durable=False):
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
-            if stored is None or state_of(stored.task).is_terminal:
-                return
-            log.info("event=task-to-inbox task=%s module=%s reason=%r", task_id,
-                     stored.served_by, reason)
-            self._to_inbox(stored, effects)
+            if stored is not None and not state_of(stored.task).is_terminal:
+                log.info("event=task-to-inbox task=%s module=%s reason=%r", task_id,
+                         stored.served_by, reason)
+                self._to_inbox(stored, effects)
+                released = True
             self._services.keep(effects)
-        responder = self._responders.pop(task_id, None)
+        del evidence[:taken]
+        responder = self._responders.pop(task_id, None) if released else None
         if responder is not None:
             responder.end(cancelled=False)
         await self._services.run(effects)

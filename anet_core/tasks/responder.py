@@ -33,6 +33,9 @@ class TaskResponder:
         self._messages: asyncio.Queue[tuple[dict[str, Any], dict[str, Any], bool]] = \
             asyncio.Queue()
         self._ended = False
+        self.evidence: list[tuple[str, dict[str, Any]]] = []
+        """Records waiting for the task's next change (:meth:`record`); the transaction that
+        keeps them empties the list."""
 
     @property
     def ended(self) -> bool:
@@ -72,8 +75,15 @@ class TaskResponder:
                            reason=Reason.REJECTED_BY_PROVIDER, final=[])
 
     async def to_inbox(self, reason: str) -> None:
-        if not self._ended:
-            await self._provider.release(self.task.task_id, reason)
+        if self._ended:
+            self._provider.keep_now(self.evidence)
+        else:
+            await self._provider.release(self.task.task_id, reason, evidence=self.evidence)
+
+    def record(self, kind: str, data: dict[str, Any]) -> None:
+        self.evidence.append((kind, data))
+        if self._ended:
+            self._provider.keep_now(self.evidence)
 
     # --- used by the task layer ---------------------------------------------------------------
 
@@ -102,10 +112,11 @@ class TaskResponder:
                       final: list[dict[str, Any]] | None = None,
                       reason: Reason | None = None, message_reply: bool = False) -> None:
         if self._ended:
+            self._provider.keep_now(self.evidence)  # no change of the task will carry them
             return
         await self._provider.report(
             self.task.task_id, state,
             message=None if message is None else self.as_message(message),
             chunks=chunks or [], final_artifacts=final, reason=reason,
-            **({"message_reply": True} if message_reply else {}))
+            message_reply=message_reply, evidence=self.evidence)
 

@@ -37,6 +37,11 @@ class Recorder:
     """``append`` of each artifact sent before the end."""
     completed_with: list[list[str]] = field(default_factory=list)
     """The ids of the artifacts each completion carried."""
+    recorded: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The evidence records the module made, in order."""
+
+    def record(self, kind: str, data: dict[str, Any]) -> None:
+        self.recorded.append((kind, data))
 
     async def working(self, message: dict[str, Any] | None = None) -> None:
         self.events.append(("working", message))
@@ -96,7 +101,7 @@ def inbound(text: str, *, trusted: bool = True, skill: str | None = None,
 
 @dataclass
 class Harness:
-    """A forwarder for one backend with a recording evidence sink."""
+    """A forwarder for one backend, and the evidence records of the tasks it served."""
 
     forwarder: Forwarder
     evidence: list[tuple[str, dict[str, Any]]]
@@ -106,6 +111,7 @@ class Harness:
         responder = responder or Recorder()
         responder.request_metadata = dict(task.metadata or {})  # as the real Responder starts
         responder.blocking = task.blocking
+        responder.recorded = self.evidence
         async with asyncio.timeout(timeout):
             await self.forwarder.serve(task, responder)
         return responder
@@ -121,15 +127,14 @@ def make_harness(url: str, *, token_file: Path | None = None, give_up_after: str
     the module runs); by default each forward has a session of its own."""
     config = Backend(match="*", url=url, token_file=str(token_file) if token_file else None,
                      **backend)
-    evidence: list[tuple[str, dict[str, Any]]] = []
-
-    async def record(kind: str, data: dict[str, Any]) -> None:
-        evidence.append((kind, data))
-
     retry = RetryPlan.of(Retry(max_interval=max_interval, give_up_after=give_up_after))
     tasks: dict[str, BackendTask] = {}
-    return Harness(Forwarder(config.target(), A2A_KIND, retry, record,
-                             idle_timeout_s=idle_timeout_s, tasks=tasks, open=open), evidence)
+    return Harness(Forwarder(config.target(), A2A_KIND, retry, uncounted,
+                             idle_timeout_s=idle_timeout_s, tasks=tasks, open=open), [])
+
+
+def uncounted(kind: str, backend: str) -> None:
+    """A forwarder's ``count`` without the node's metrics."""
 
 
 # --- a listener under another account ------------------------------------------------------

@@ -18,7 +18,7 @@ from anet_core.config import load_config
 from anet_core.doctor import CheckContext, all_checks, run_checks
 from anet_core.plugins import make_plugins
 from anet_core.settings import Settings
-from tests.backends.harness import Recorder, inbound
+from tests.backends.harness import Recorder, inbound, uncounted
 from tests.support.nodes import running_node
 from tests.support.sdk_backend import TOKEN, sdk_backend
 
@@ -56,18 +56,14 @@ async def test_a_kind_from_a_distribution_serves_a_task(kind_command: None,
     config_path.write_text(json.dumps({"modules": {"backends": {"backends": [
         {"match": "*", "url": "command:///bin/cat"}]}}}))
     config = load_config(config_path, plugins).module("backends", BackendsConfig)
-    evidence: list[str] = []
-
-    async def record(kind: str, data: dict) -> None:
-        evidence.append(kind)
-
-    service = Backends(config, kinds, record, idle_timeout_s=5)
+    service = Backends(config, kinds, uncounted, idle_timeout_s=5)
     claim = service.claim(inbound("through cat"), InboundPolicy.TRUSTED)
     assert claim is not None
     recorder = Recorder()
     await claim.serve(inbound("through cat"), recorder)
     assert recorder.texts("artifact") == ["through cat"]
-    assert recorder.kinds()[-1] == "complete" and evidence == ["backends.forwarded"]
+    assert recorder.kinds()[-1] == "complete"
+    assert [kind for kind, _ in recorder.recorded] == ["backends.forwarded"]
 
 
 COMMAND_BACKEND = {"modules": {"backends": {"backends": [

@@ -19,18 +19,21 @@ from anet_backends.kinds import installed_kinds
 from anet_backends.service import Backends, check_policy
 from anet_core.api import AnetError, BackendKind, InboundPolicy, InboundTask, hookimpl
 from anet_core.plugins import make_plugins
-from tests.backends.harness import Recorder, completed, fake_backend, inbound, make_harness
+from tests.backends.harness import (
+    Recorder,
+    completed,
+    fake_backend,
+    inbound,
+    make_harness,
+    uncounted,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
 
-async def _record(kind: str, data: dict[str, Any]) -> None:
-    return None
-
-
 def service(*backends: dict[str, Any]) -> Backends:
     config = BackendsConfig(backends=[Backend(**backend) for backend in backends])
-    return Backends(config, {"unix": A2A_KIND}, _record, idle_timeout_s=5)
+    return Backends(config, {"unix": A2A_KIND}, uncounted, idle_timeout_s=5)
 
 
 def test_only_trusted_peers_unless_accept_untrusted_and_toolless() -> None:
@@ -89,7 +92,7 @@ def test_an_unknown_scheme_at_start_names_the_backend_and_key() -> None:
                                           peer_check="full")],
         retry=BackendsConfig().retry)
     with pytest.raises(AnetError, match=r"backends\[0\]\.url 'gopher://x'"):
-        Backends(config, {"unix": A2A_KIND}, _record, idle_timeout_s=5)
+        Backends(config, {"unix": A2A_KIND}, uncounted, idle_timeout_s=5)
 
 
 async def test_the_forwards_of_a_running_module_open_through_the_kinds_pooled_opener() -> None:
@@ -123,7 +126,7 @@ async def test_the_forwards_of_a_running_module_open_through_the_kinds_pooled_op
              "unix": A2A_KIND}  # installed, used by no backend: its pool is not opened
     config = BackendsConfig(backends=[Backend(match="*", url="echo://one"),
                                       Backend(match="chat", url="echo://two")])
-    async with Backends.running(config, kinds, _record, idle_timeout_s=5) as service:
+    async with Backends.running(config, kinds, uncounted, idle_timeout_s=5) as service:
         for skill in (None, "chat"):
             claim = service.claim(inbound("hi", skill=skill), InboundPolicy.TRUSTED)
             assert claim is not None

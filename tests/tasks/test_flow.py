@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -711,3 +712,45 @@ async def test_a_record_is_journaled_in_the_commit_of_the_change_it_records(
         for kind in kinds:
             assert any(kind in journal for journal, _ in at_commit[name]), (name, kind)
         assert all(left == 0 for _, left in at_commit[name]), at_commit[name]
+
+
+async def test_a_modules_record_is_kept_in_the_commit_of_the_change_it_led_to(
+        tmp_path: Path, hub: FakeHub) -> None:
+    """Responder.record (docs/plugins.md): a record waits for the task's next change and is
+    kept in its transaction, before the change's own records; a change refused (rolled back)
+    leaves it for the next one; once the task has ended, a record is kept at once."""
+
+    class Notes:
+        @hookimpl
+        def anet_take_task(self, node, task: InboundTask) -> TaskClaim:
+            async def serve(task: InboundTask, responder: Responder) -> None:
+                responder.record("notes.before", {"n": 1})
+                with pytest.raises(ValueError, match="parts"):
+                    await responder.complete("done", artifacts=[{"artifactId": "a1",
+                                                                 "parts": "not a list"}])
+                await responder.complete("done")
+                responder.record("notes.after", {"n": 2})
+
+            return TaskClaim(module="notes", serve=serve)
+
+    async with open_node(tmp_path / "a", hub) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(Notes())) as b:
+        b.tasks.trust(a.aid)
+        statements: list[str] = []
+        b.store._db.set_trace_callback(statements.append)
+        task = await a.tasks.send(b.aid, user_message("hello"))
+        await eventually(lambda: state(a, task["id"]) == COMPLETED)
+        await eventually(lambda: any("notes.after" in s for s in statements))
+    kept = [index for index, s in enumerate(statements)
+            if s.startswith("INSERT INTO evidence_journal") and "notes.before" in s]
+    assert len(kept) == 1, "kept once, by the change that was not refused"
+    begin = max(i for i in range(kept[0]) if statements[i].startswith("BEGIN"))
+    commit = next(i for i in range(kept[0], len(statements)) if statements[i] == "COMMIT")
+    in_commit = statements[begin:commit]
+    assert any(s.startswith("UPDATE tasks SET state = 'TASK_STATE_COMPLETED'") for s in in_commit)
+    answered = [i for i, s in enumerate(in_commit) if "'task.answered'" in s]
+    assert answered and answered[0] > kept[0] - begin
+    chain = (tmp_path / "b" / "evidence" / "chain.jsonl").read_text()
+    kinds = [json.loads(line)["kind"] for line in chain.splitlines()]
+    assert kinds.count("notes.before") == 1 and kinds.count("notes.after") == 1
+    assert kinds.index("notes.before") < kinds.index("task.answered") < kinds.index("notes.after")

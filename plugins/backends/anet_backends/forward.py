@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -65,8 +65,9 @@ TOLD_SILENT = "the agent's backend did not answer in time"
 TOLD_CRASHED = "the agent failed on this task"
 TOLD_NO_ANSWER = "the agent's backend ended its turn without an answer"
 
-Record = Callable[[str, dict[str, Any]], Awaitable[None]]
-"""Appends an evidence record (kind, data) to the node's chain."""
+Count = Callable[[str, str], None]
+"""Counts an evidence record of a kind (FORWARDED, FAILED) for a backend (its match) in the
+node's metrics."""
 
 
 @dataclass
@@ -116,14 +117,14 @@ class Forwarder:
     """Serves the tasks that one configured backend takes."""
 
     def __init__(self, target: BackendTarget, kind: BackendKind, retry: RetryPlan,
-                 record: Record, *, idle_timeout_s: float, tasks: dict[str, BackendTask],
+                 count: Count, *, idle_timeout_s: float, tasks: dict[str, BackendTask],
                  open: BackendOpener | None = None) -> None:
         self.target = target
         self.kind = kind
         self.open = open or kind.open
         """How the forwards reach the backend: the kind's, or what its ``pooled`` yielded."""
         self.retry = retry
-        self.record = record
+        self.count = count
         self.idle_timeout_s = idle_timeout_s
         self.tasks = tasks
 
@@ -262,7 +263,7 @@ class Forwarder:
                         notice.cancel()
                     if not turn.answered:
                         turn.answered = True
-                        await self._forwarded(task, mapped, outgoing, batch[0])
+                        self._forwarded(task, responder, mapped, outgoing, batch[0])
                     for event in batch:
                         self._event(mapped, turn, event)
                     if turn.ending or not turn.progress:
@@ -349,13 +350,18 @@ class Forwarder:
                                TOLD_NO_ANSWER)
         raise Ended
 
-    async def _forwarded(self, task: InboundTask, mapped: BackendTask, outgoing: WireObject,
-                         event: WireObject) -> None:
+    def _record(self, responder: Responder, kind: str, data: dict[str, Any]) -> None:
+        """Into the evidence chain with the change the responder's next call makes (the
+        answer's update, the failure): one commit for both (Responder.record)."""
+        responder.record(kind, {"backend": self.target.match, "kind": self.kind.name, **data})
+        self.count(kind, self.target.match)
+
+    def _forwarded(self, task: InboundTask, responder: Responder, mapped: BackendTask,
+                   outgoing: WireObject, event: WireObject) -> None:
         body = event.get("task") or event.get("statusUpdate") or event.get("artifactUpdate") or {}
         backend_task = body.get("id") or body.get("taskId") or mapped.task_id
-        await self.record(FORWARDED, {
-            "backend": self.target.match, "kind": self.kind.name, "taskId": task.task_id,
-            "peer": task.peer_aid, "messageId": outgoing.get("messageId"),
+        self._record(responder, FORWARDED, {
+            "taskId": task.task_id, "peer": task.peer_aid, "messageId": outgoing.get("messageId"),
             "backendTaskId": backend_task, "contextId": mapped.context_id})
 
     async def _failed(self, task: InboundTask, responder: Responder, mapped: BackendTask,
@@ -364,9 +370,8 @@ class Forwarder:
         log.warning("event=backend-failed backend=%s task=%s attempts=%s reason=%r",
                     self.target.match, task.task_id, "?" if attempts is None else attempts,
                     reason)
-        await self.record(FAILED, {
-            "backend": self.target.match, "kind": self.kind.name, "taskId": task.task_id,
-            "peer": task.peer_aid, "messageId": message.get("messageId"),
+        self._record(responder, FAILED, {
+            "taskId": task.task_id, "peer": task.peer_aid, "messageId": message.get("messageId"),
             "backendTaskId": mapped.task_id, "attempts": attempts, "reason": reason})
         await responder.fail(told)
         raise Ended

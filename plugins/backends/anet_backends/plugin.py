@@ -60,10 +60,9 @@ def anet_lifespan(node: Node) -> list[Lifespan]:
         check_policy(config, node.tasks.policy)
         if (warning := retry_warning(config.retry)) is not None:
             log.warning("event=backends-retry-too-long detail=%r", warning)
-        record = Backends.counting(Backends.evidence_recorder(node.evidence.record_later),
-                                   node.metrics)
+        count = Backends.counting(node.metrics)
         async with Backends.running(
-                config, installed_kinds(node.plugins), record,
+                config, installed_kinds(node.plugins), count,
                 idle_timeout_s=node.config.node.no_response_after.total_seconds()) as service:
             node[SERVICE] = service
             try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from anet_backends import MODULE
 from anet_backends.config import Backend, BackendsConfig
-from anet_backends.forward import FAILED, FORWARDED, BackendTask, Forwarder, Record
+from anet_backends.forward import FAILED, FORWARDED, BackendTask, Count, Forwarder
 from anet_backends.kinds import kind_for
 from anet_backends.retry import RetryPlan
 from anet_core.api import (
@@ -62,7 +62,7 @@ def is_text_task(message: dict[str, Any]) -> bool:
 class Backends:
     """The configured backends of a running node and the requester-task mapping they share."""
 
-    def __init__(self, config: BackendsConfig, kinds: dict[str, BackendKind], record: Record,
+    def __init__(self, config: BackendsConfig, kinds: dict[str, BackendKind], count: Count,
                  *, idle_timeout_s: float, openers: dict[str, BackendOpener] | None = None
                  ) -> None:
         self.tasks: dict[str, BackendTask] = {}
@@ -70,7 +70,7 @@ class Backends:
         self._backends: dict[str, tuple[Backend, Forwarder]] = {}
         for index, backend in enumerate(config.backends):
             kind = kind_for(index, backend, kinds)
-            forwarder = Forwarder(backend.target(), kind, retry, record,
+            forwarder = Forwarder(backend.target(), kind, retry, count,
                                   idle_timeout_s=idle_timeout_s, tasks=self.tasks,
                                   open=(openers or {}).get(kind.name))
             self._backends[backend.match] = (backend, forwarder)
@@ -78,7 +78,7 @@ class Backends:
     @classmethod
     @asynccontextmanager
     async def running(cls, config: BackendsConfig, kinds: dict[str, BackendKind],
-                      record: Record, *, idle_timeout_s: float) -> AsyncIterator[Backends]:
+                      count: Count, *, idle_timeout_s: float) -> AsyncIterator[Backends]:
         """The service while the module runs, the configured backends' kinds open for it:
         their forwards share what a kind keeps between them (``BackendKind.pooled``)."""
         used = {kind.name: kind for kind in (kind_for(index, backend, kinds) for index, backend
@@ -86,7 +86,7 @@ class Backends:
         async with AsyncExitStack() as stack:
             openers = {name: await stack.enter_async_context(kind.pooled())
                        for name, kind in used.items() if kind.pooled is not None}
-            yield cls(config, kinds, record, idle_timeout_s=idle_timeout_s, openers=openers)
+            yield cls(config, kinds, count, idle_timeout_s=idle_timeout_s, openers=openers)
 
     def claim(self, task: InboundTask, policy: InboundPolicy) -> TaskClaim | None:
         """The backend that serves ``task``, or None to leave it in the inbox.
@@ -130,19 +130,8 @@ class Backends:
                 for match, (_, forwarder) in self._backends.items()}
 
     @staticmethod
-    def evidence_recorder(record_later: Callable[[str, dict[str, Any]], None]) -> Record:
-        """``record_later`` is the chain's: the record takes its place in the chain at once, in
-        order, kept by the node's evidence journal, and the forward goes on without waiting for
-        the append (one that fails is logged)."""
-
-        async def record(kind: str, data: dict[str, Any]) -> None:
-            record_later(kind, data)
-
-        return record
-
-    @staticmethod
-    def counting(record: Record, metrics: NodeMetrics) -> Record:
-        """``record``, counting forwards and failures per backend for the node's metrics
+    def counting(metrics: NodeMetrics) -> Count:
+        """Counts forwards and failures per backend for the node's metrics
         (``anet_backends_forwards_total``, ``anet_backends_failures_total``)."""
         forwards = metrics.counter("forwards", "Requester turns forwarded to a backend",
                                    ["backend"], module="backends")
@@ -150,13 +139,12 @@ class Backends:
                                    ["backend"], module="backends")
         counters = {FORWARDED: forwards, FAILED: failures}
 
-        async def counted(kind: str, data: dict[str, Any]) -> None:
+        def count(kind: str, backend: str) -> None:
             counter = counters.get(kind)
             if counter is not None:
-                counter.labels(data["backend"]).inc()
-            await record(kind, data)
+                counter.labels(backend).inc()
 
-        return counted
+        return count
 
 
 SERVICE = NodeKey("backends", Backends)
