@@ -70,6 +70,38 @@ async def test_open_tasks_an_older_version_stored_say_possible(tmp_path: Path) -
                     "t-ended001": {"anet.effect_status": "none", "anet.state_seq": 0}}
 
 
+async def test_the_keys_of_an_older_version_are_kept_in_tables_without_rowid(
+        tmp_path: Path) -> None:
+    # Version 4 rebuilt the tables found by their key alone: what version 3 held is all there,
+    # found and refused as before.
+    path = tmp_path / "anet.db"
+    connection = sqlite3.connect(path, isolation_level=None)
+    for script in MIGRATIONS[:3]:
+        connection.executescript(script)
+    connection.execute("PRAGMA user_version = 3")
+    connection.execute(
+        "INSERT INTO tasks (id, role, peer_aid, context_id, state, task_json, created_at,"
+        " updated_at, last_heard_at) VALUES ('t-kept0001', 'provider', 'peer', 'ctx',"
+        " 'TASK_STATE_SUBMITTED', '{}', 1, 1, 1)")
+    connection.execute("INSERT INTO messages VALUES ('provider', 'peer', 'ctx', 'm-1',"
+                       " 't-kept0001', 1)")
+    connection.execute("INSERT INTO seen_envelopes VALUES ('e-1', 'peer', 100)")
+    connection.close()
+    async with open_store(path) as store:
+        assert store.message_task(TaskRole.PROVIDER, "peer", "ctx", "m-1") == "t-kept0001"
+        assert store.was_seen("e-1") and not store.mark_seen("e-1", "peer", 100)
+        assert store.mark_seen("e-2", "peer", 200)
+        assert store.forget_expired_envelopes(150) == 1 and not store.was_seen("e-1")
+    connection = sqlite3.connect(path)
+    tables = dict(connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+    indexes = {name for (name,) in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    connection.close()
+    assert tables["messages"].endswith("WITHOUT ROWID")
+    assert tables["seen_envelopes"].endswith("WITHOUT ROWID")
+    assert "seen_by_expiry" in indexes and not {"messages_by_key", "seen_by_id"} & set(tables)
+
+
 async def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "anet.db"
     connection = sqlite3.connect(path)
