@@ -371,7 +371,6 @@ class Store:
                 else:
                     self._sync_waiters.append((through, synced))
 
-
     # --- tasks -------------------------------------------------------------------------------
 
     def insert_task(self, task: StoredTask) -> None:

@@ -380,8 +380,7 @@ class Provider:
         ``evidence``: the responder's records waiting for this change (Responder.record),
         kept in its transaction, before the change's own, and taken off the list."""
         evidence = [] if evidence is None else evidence
-        taken = len(evidence)
-        effects = Effects(evidence=evidence[:taken])
+        effects = Effects()
         end: GateEnd | None = None
         stored: StoredTask | None = None
         if state.is_terminal:
@@ -404,8 +403,9 @@ class Provider:
                     self._emit(stored, state, effects, message=message, chunks=chunks,
                                final_artifacts=final_artifacts, reason=reason,
                                message_reply=message_reply)
-            self._services.keep(effects)  # the records, even when nothing changed
-        del evidence[:taken]
+            effects.evidence[:0] = evidence  # they came before the change
+            self._services.keep(effects)  # even when nothing changed
+        evidence.clear()  # that commit kept them; a rollback leaves them for the next change
         await self._services.run(effects)
 
     def keep_now(self, evidence: list[tuple[str, dict[str, Any]]]) -> None:
@@ -428,8 +428,7 @@ class Provider:
                       evidence: list[tuple[str, dict[str, Any]]]) -> None:
         """A module gives a task up: it goes to the operator's inbox. ``evidence``: as for
         :meth:`report`."""
-        taken = len(evidence)
-        effects = Effects(evidence=evidence[:taken])
+        effects = Effects()
         released = False
         with self._store.transaction(durable=False):
             stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)
@@ -438,8 +437,9 @@ class Provider:
                          stored.served_by, reason)
                 self._to_inbox(stored, effects)
                 released = True
+            effects.evidence[:0] = evidence
             self._services.keep(effects)
-        del evidence[:taken]
+        evidence.clear()
         responder = self._responders.pop(task_id, None) if released else None
         if responder is not None:
             responder.end(cancelled=False)
