@@ -8,13 +8,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from anet_core.errors import AnetError
 from anet_core.evidence import EvidenceChain, KeptRecords
 from anet_core.protocol.envelope import OpenKeys, SealKeys
-from anet_core.protocol.tasks import METADATA_PREFIX, EffectStatus, Reason, TaskMetadata
+from anet_core.protocol.tasks import (
+    MAX_ID_LENGTH,
+    METADATA_PREFIX,
+    EffectStatus,
+    Reason,
+    TaskMetadata,
+)
 from anet_core.store import Store
 from anet_core.tasks.events import TaskEvents
-from anet_core.wire import TaskState, format_timestamp
+from anet_core.wire import Message, Role, TaskState, format_timestamp
 
 
 class TaskError(AnetError):
@@ -31,6 +39,30 @@ def new_id() -> str:
 def now_stamp() -> str:
     """A status timestamp (RFC 3339, UTC) as A2A writes it."""
     return format_timestamp(datetime.now(UTC))
+
+
+def parse_client_message(message: dict[str, Any]) -> Message:
+    """A client's message to an agent (A2A Message wire JSON, role user), checked before anything
+    is stored; :class:`TaskError` ``invalid-message`` says what is wrong."""
+    try:
+        parsed = Message.from_wire(message)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "message"
+        raise TaskError("invalid-message", f"the message is invalid at {where}: {first['msg']}",
+                        hint="see A2A 1.0 Message: messageId, role, parts") from None
+    if parsed.role is not Role.ROLE_USER:
+        raise TaskError("invalid-message", f"a message sent to an agent has role ROLE_USER, "
+                                           f"not {parsed.role.value}")
+    # The same bound as the task message that carries it (TaskMessage), checked before
+    # anything is stored.
+    for name, value in (("messageId", parsed.message_id), ("contextId", parsed.context_id),
+                        ("taskId", parsed.task_id)):
+        if len(value) > MAX_ID_LENGTH:
+            raise TaskError("invalid-message", f"{name} is {len(value)} characters long; at "
+                                               f"most {MAX_ID_LENGTH} are accepted",
+                            hint=f"use a shorter {name} (a UUID is 36 characters)")
+    return parsed
 
 
 def text_message(text: str, *, role: str, context_id: str, task_id: str) -> dict[str, Any]:

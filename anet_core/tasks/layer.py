@@ -233,7 +233,7 @@ class TaskLayer:
         self._hub.set_receiver(self.inbound, flush=self._store.flush)
         rechecks = self.provider.recheck_answers()
         self._start(lambda: self._services.run(rechecks))
-        waiting = self.requester.offer_waiting_tasks()
+        waiting = self.requester.turns.offer_waiting_tasks()
         self._start(lambda: self._services.run(waiting))
 
     async def stop(self) -> None:

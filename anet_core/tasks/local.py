@@ -22,11 +22,11 @@ from pydantic import ValidationError
 
 from anet_core.protocol.tasks import TaskCancel, TaskMessage
 from anet_core.store import Store, StoredTask, TaskRole
-from anet_core.tasks.common import Services, TaskError, new_id, state_of
+from anet_core.tasks.common import Services, TaskError, new_id, parse_client_message, state_of
 from anet_core.tasks.events import TaskEvents, TaskSubscription
+from anet_core.tasks.listing import task_page
 from anet_core.tasks.origin import LocalOrigin
 from anet_core.tasks.provider import Provider
-from anet_core.tasks.requester import _parse_message, task_page
 from anet_core.wire import TaskState
 
 
@@ -48,7 +48,7 @@ class LocalTasks:
         (contextId, messageId) returns its task and changes nothing. ``skill`` picks who serves
         it (as a network task's skill does); ``offer`` False leaves it in the inbox;
         ``blocking`` as for a network task (``InboundTask.blocking``)."""
-        parsed = _parse_message(message)
+        parsed = parse_client_message(message)
         continued = self._task(parsed.task_id) if parsed.task_id else None
         if continued is not None:
             if parsed.context_id and parsed.context_id != continued.context_id:

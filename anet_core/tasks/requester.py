@@ -4,24 +4,17 @@ Task ids are made here (the remote agent uses the same id). A task's state chang
 through the provider's updates, applied in ``anet.state_seq`` order, and through what this node
 decides itself: cancel, no answer for ``no_response_after``, a hub that refuses the message.
 
-A task waiting for input is a turn the modules may act on (``anet_requester_waiting`` when the
-agent asks, ``anet_requester_answer`` when the client answers; docs/plugins.md): module x402
-pays a quote there (docs/payments.md). One turn per task runs at a time.
+A task waiting for input is a turn the modules may act on (module x402 pays a quote there):
+:mod:`anet_core.tasks.turns` asks them and carries out their answers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import functools
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
-
-from pydantic import ValidationError
 
 from anet_core.identity import Identity, VerifiedHistory, check_aid
 from anet_core.link import HubError, HubLink, JoinState, PeerInfo
@@ -36,7 +29,7 @@ from anet_core.protocol.tasks import (
     TaskUpdate,
     wire_body,
 )
-from anet_core.records import RequesterTurn, TurnAnswer, TurnHandler
+from anet_core.records import TurnAnswer
 from anet_core.store import OutboxEntry, Store, StoredTask, TaskRole
 from anet_core.tasks.common import (
     Effects,
@@ -47,6 +40,7 @@ from anet_core.tasks.common import (
     artifact_event,
     new_id,
     now_stamp,
+    parse_client_message,
     set_meta,
     set_status,
     state_of,
@@ -55,16 +49,11 @@ from anet_core.tasks.common import (
 )
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.hooks import TaskHooks
+from anet_core.tasks.listing import task_page
 from anet_core.tasks.outbox import queue_message
 from anet_core.tasks.receipts import check_receipt
-from anet_core.wire import (
-    ACTIVE_TASK_STATES,
-    LIST_TASKS_MAX_PAGE_SIZE,
-    Message,
-    Role,
-    TaskState,
-    parse_timestamp,
-)
+from anet_core.tasks.turns import RequesterTurns
+from anet_core.wire import ACTIVE_TASK_STATES, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -73,28 +62,10 @@ _QUEUED_HERE = frozenset({TaskMessage.model_fields["type"].default,
 """The bodies this side queues in the outbox."""
 
 
-class TurnLocks:
-    """One lock per task with a turn in progress; a task's lock goes when nobody holds it."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-
-    @asynccontextmanager
-    async def hold(self, task_id: str) -> AsyncIterator[None]:
-        lock, users = self._locks.get(task_id, (asyncio.Lock(), 0))
-        self._locks[task_id] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[task_id]
-            if users == 1:
-                del self._locks[task_id]
-            else:
-                self._locks[task_id] = (lock, users - 1)
-
-
 class Requester:
+    """The tasks this node sent: what the local A2A endpoint and the CLI ask, the provider's
+    updates, and what this node decides itself."""
+
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, events: TaskEvents,
                  hooks: TaskHooks, services: Services) -> None:
         self._store = store
@@ -102,12 +73,9 @@ class Requester:
         self._identity = identity
         self._aid = identity.aid
         self._events = events
-        self._hooks = hooks
         self._services = services
-        self._turns = TurnLocks()
-        self._questions_held: set[tuple[str, int]] = set()
-        """(task, stateSeq) of the agent's questions a module's waiting turn has not answered
-        yet: the client has not heard of them."""
+        self.turns = RequesterTurns(store=store, hooks=hooks, services=services,
+                                    continue_task=self._continue)
 
     # --- the API the local A2A endpoint and the CLI use -------------------------------------
 
@@ -128,7 +96,7 @@ class Requester:
         ``blocking``), so the agent need not report any.
         """
         self._check_remote(aid)
-        parsed = _parse_message(message)
+        parsed = parse_client_message(message)
         if skill is not None and len(skill) > MAX_ID_LENGTH:
             raise TaskError("invalid-params", f"the skill id is {len(skill)} characters long; "
                                               f"at most {MAX_ID_LENGTH} are accepted")
@@ -150,7 +118,7 @@ class Requester:
         if continued is not None:
             return await self._answer(continued.id, message, metadata, blocking=blocking)
         task_id, context_id = new_id(), context_id or new_id()
-        first = await self._first_turn(aid, task_id, context_id, message, metadata)
+        first = await self.turns.first(aid, task_id, context_id, message, metadata)
         # Everything from here to the commit is synchronous: a concurrent identical send either
         # finds this one's key or this one finds its key, never both sending.
         if earlier := self._repeat(aid, context_id, parsed.message_id):
@@ -163,28 +131,13 @@ class Requester:
         await self._services.run(effects)
         return stored.task
 
-    async def _first_turn(self, aid: str, task_id: str, context_id: str,
-                          message: dict[str, Any],
-                          metadata: dict[str, Any] | None) -> TurnAnswer:
-        """The modules' answer turn on the first message of a new task: a hold rejects the
-        task here, before anything is sent (docs/payments.md, "Reasons")."""
-        task: dict[str, Any] = {"id": task_id, "contextId": context_id, "history": [
-            message | {"contextId": context_id, "taskId": task_id}]}
-        set_status(task, TaskState.TASK_STATE_SUBMITTED)
-        turn = RequesterTurn(task_id=task_id, context_id=context_id, peer_aid=aid, task=task,
-                             message=message, metadata=metadata,
-                             extensions=frozenset(str(uri)
-                                                  for uri in message.get("extensions", [])))
-        handler = self._hooks.requester_answer(turn)
-        return TurnAnswer() if handler is None else await _run_turn(handler, turn)
-
     async def send_own(self, task_id: str, message: dict[str, Any]) -> dict[str, Any]:
         """Send ``message`` (A2A Message wire JSON, role user), written by a module of this node
         rather than a client, on the task ``task_id`` waiting for input; return the task. The
         modules' turn hooks are not asked. A message whose (contextId, messageId) was sent
         already is not sent again."""
-        parsed = _parse_message(message)
-        async with self._turns.hold(task_id):
+        parsed = parse_client_message(message)
+        async with self.turns.locks.hold(task_id):
             effects = Effects(send=True)
             with self._store.transaction(durable=False):
                 stored = self._task_of(None, task_id)
@@ -200,22 +153,17 @@ class Requester:
                       metadata: dict[str, Any] | None, *, blocking: bool = False
                       ) -> dict[str, Any]:
         """The client's message on a task it continues: the modules' answer turn first."""
-        async with self._turns.hold(task_id):
+        async with self.turns.locks.hold(task_id):
             stored = self._task_of(None, task_id)
             message_id = str(message["messageId"])
             if earlier := self._repeat(stored.peer_aid, stored.context_id, message_id):
                 return earlier  # a concurrent twin went first
-            answer = TurnAnswer()
-            if state_of(stored.task).is_interrupted:  # else _continue says why it cannot
-                turn = self._turn_of(stored, message, metadata)
-                handler = self._hooks.requester_answer(turn)
-                if handler is not None:
-                    answer = await _run_turn(handler, turn)
+            answer = await self.turns.answer(stored, message, metadata)
             effects = Effects()
             with self._store.transaction(durable=False):
                 stored = self._task_of(None, task_id)
                 if answer.hold is not None:
-                    self._hold(stored, answer, [], effects)
+                    self.turns.keep_waiting(stored, answer, [], effects)
                 else:
                     sent = message if answer.send is None else answer.send | {
                         "messageId": message_id}
@@ -226,105 +174,6 @@ class Requester:
                 self._services.keep(effects)
             await self._services.run(effects)
             return stored.task
-
-    def offer_waiting_tasks(self) -> Effects:
-        """Offer every task waiting for input to the modules again (the daemon started): a turn
-        a stop or crash interrupted is finished now."""
-        effects = Effects()
-        for stored in self._store.tasks_in_states(TaskRole.REQUESTER,
-                                                  [TaskState.TASK_STATE_INPUT_REQUIRED.value]):
-            handler = self._hooks.requester_waiting(self._turn_of(stored))
-            if handler is not None:
-                self._events_later(stored, handler, None, effects)
-        return effects
-
-    def _events_later(self, stored: StoredTask, handler: TurnHandler,
-                      events: list[dict[str, Any]] | None, effects: Effects) -> None:
-        self._questions_held.add((stored.id, stored.state_seq))
-        effects.background.append(functools.partial(self.waiting_turn, stored.id,
-                                                    stored.state_seq, handler, events))
-
-    async def waiting_turn(self, task_id: str, state_seq: int, handler: TurnHandler,
-                           events: list[dict[str, Any]] | None) -> None:
-        """The agent's question on ``task_id`` (at ``state_seq``) goes to the module's
-        handler; its answer is carried out, then the question's ``events`` (held back until
-        now) are published unless the task moved on."""
-        try:
-            await self._waiting_turn(task_id, state_seq, handler, events)
-        finally:
-            self._questions_held.discard((task_id, state_seq))
-
-    async def _waiting_turn(self, task_id: str, state_seq: int, handler: TurnHandler,
-                            events: list[dict[str, Any]] | None) -> None:
-        async with self._turns.hold(task_id):
-            stored = self._waiting_at(task_id, state_seq)
-            if stored is None:
-                return
-            answer = await _run_turn(handler, self._turn_of(stored))
-            effects = Effects()
-            with self._store.transaction(durable=False):
-                stored = self._waiting_at(task_id, state_seq)
-                if stored is None:
-                    return
-                if answer.send is not None and self._repeat(
-                        stored.peer_aid, stored.context_id, str(answer.send.get("messageId"))):
-                    answer = TurnAnswer(evidence=answer.evidence)  # sent before: not again
-                if answer.send is not None:
-                    self._continue(stored, answer.send, effects)
-                    effects.send = True
-                elif answer.hold is not None:
-                    self._hold(stored, answer, events or [], effects)
-                elif events:
-                    effects.publish(stored.task, events)
-                for kind, data in answer.evidence:
-                    effects.record(kind, **data)
-                self._services.keep(effects)
-            # The task as stored now shows what the turn decided: a client that subscribes
-            # from here on must see it, not the "working" of a held question, or it would
-            # miss the events published below (a blocking send would wait for ever).
-            self._questions_held.discard((task_id, state_seq))
-            await self._services.run(effects)
-
-    def _waiting_at(self, task_id: str, state_seq: int) -> StoredTask | None:
-        stored = self._store.get_task(task_id, role=TaskRole.REQUESTER)
-        if stored is None or stored.state_seq != state_seq or \
-                state_of(stored.task) is not TaskState.TASK_STATE_INPUT_REQUIRED:
-            log.debug("event=turn-moved-on task=%s stateSeq=%d", task_id, state_seq)
-            return None
-        return stored
-
-    def _hold(self, stored: StoredTask, answer: TurnAnswer, events: list[dict[str, Any]],
-              effects: Effects) -> None:
-        """The task keeps waiting with the answer's reason and status message; ``events`` (the
-        agent's question, held back) go out with it, its status as it is now."""
-        task = stored.task
-        status = answer.status
-        shown = task["status"].get("message", {}).get("messageId")
-        changed = task["metadata"].get(TaskMetadata.REASON) != answer.hold or (
-            status is not None and status.get("messageId") != shown)
-        if changed:
-            if status is not None:
-                set_status(task, state_of(task), message=status | {
-                    "role": "ROLE_AGENT", "contextId": stored.context_id, "taskId": stored.id})
-            set_meta(task, reason=answer.hold)
-            stored.updated_at = time.time()
-            self._store.save_task(stored)
-        kept = [event for event in events if "statusUpdate" not in event]
-        if kept or changed or events:
-            effects.publish(task, [*kept, status_event(task)])
-
-    def _turn_of(self, stored: StoredTask, message: dict[str, Any] | None = None,
-                 metadata: dict[str, Any] | None = None) -> RequesterTurn:
-        if message is None:
-            clients = [sent for sent in stored.task.get("history", [])
-                       if sent.get("role") == "ROLE_USER"]
-            activated = clients[-1].get("extensions", []) if clients else []
-        else:
-            activated = message.get("extensions", [])
-        return RequesterTurn(task_id=stored.id, context_id=stored.context_id,
-                             peer_aid=stored.peer_aid, task=copy.deepcopy(stored.task),
-                             message=message, metadata=metadata,
-                             extensions=frozenset(str(uri) for uri in activated))
 
     def get(self, aid: str | None, task_id: str) -> dict[str, Any]:
         """The task ``task_id`` of the agent ``aid`` (any agent when None)."""
@@ -370,7 +219,7 @@ class Requester:
         after a terminal state. Taken in one step with the snapshot: nothing falls between."""
         stored = self._task_of(aid, task_id)
         snapshot = stored.task
-        if (stored.id, stored.state_seq) in self._questions_held:
+        if self.turns.question_held(stored):
             # The client hears the agent's question once the module's turn answered it (a
             # quote paid at once is never shown as waiting): until then it is worked on.
             snapshot = copy.deepcopy(snapshot)
@@ -485,13 +334,10 @@ class Requester:
         stored.state, stored.state_seq = update.state.value, update.state_seq
         stored.updated_at = stored.last_heard_at = time.time()
         self._store.save_task(stored)
-        handler = self._hooks.requester_waiting(self._turn_of(stored)) \
-            if update.state is TaskState.TASK_STATE_INPUT_REQUIRED else None
-        if handler is not None:
-            # The client hears the question once the module answered it (a quote paid at
-            # once is never shown as waiting).
-            self._events_later(stored, handler, events, effects)
-        elif events:
+        if update.state is TaskState.TASK_STATE_INPUT_REQUIRED and \
+                self.turns.take_question(stored, events, effects):
+            return  # the client hears the question once the module answered it
+        if events:
             effects.publish(task, events)
 
     def _late_update(self, stored: StoredTask, history: VerifiedHistory,
@@ -740,86 +586,9 @@ class Requester:
                             hint="try again; `anet status` shows the hub connection") from None
 
 
-def task_page(store: Store, role: TaskRole, peer_aid: str | None, *, context_id: str | None,
-              state: TaskState | str | None, since: datetime | str | float | None,
-              page_size: int, page_token: str, history_length: int | None,
-              include_artifacts: bool) -> dict[str, Any]:
-    """A2A ListTasksResponse of the tasks of one side with ``peer_aid`` (all peers when None),
-    newest first."""
-    if not 1 <= page_size <= LIST_TASKS_MAX_PAGE_SIZE:
-        raise TaskError("invalid-params", f"page size {page_size} is outside "
-                                          f"1..{LIST_TASKS_MAX_PAGE_SIZE}")
-    if history_length is not None and history_length < 0:
-        raise TaskError("invalid-params", f"history length {history_length} is negative")
-    try:
-        page = store.list_tasks(
-            role, peer_aid=peer_aid, context_id=context_id,
-            state=TaskState(state).value if state else None,
-            updated_since=_epoch(since), page_size=page_size, page_token=page_token)
-    except ValueError as error:
-        raise TaskError("invalid-params", str(error)) from None
-    tasks = [_trimmed(stored.task, history_length, include_artifacts) for stored in page.tasks]
-    return {"tasks": tasks, "nextPageToken": page.next_page_token, "pageSize": page_size,
-            "totalSize": page.total_size}
-
-
-def _parse_message(message: dict[str, Any]) -> Message:
-    try:
-        parsed = Message.from_wire(message)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "message"
-        raise TaskError("invalid-message", f"the message is invalid at {where}: {first['msg']}",
-                        hint="see A2A 1.0 Message: messageId, role, parts") from None
-    if parsed.role is not Role.ROLE_USER:
-        raise TaskError("invalid-message", f"a message sent to an agent has role ROLE_USER, "
-                                           f"not {parsed.role.value}")
-    # The same bound as the task message that carries it (TaskMessage), checked before
-    # anything is stored.
-    for name, value in (("messageId", parsed.message_id), ("contextId", parsed.context_id),
-                        ("taskId", parsed.task_id)):
-        if len(value) > MAX_ID_LENGTH:
-            raise TaskError("invalid-message", f"{name} is {len(value)} characters long; at "
-                                               f"most {MAX_ID_LENGTH} are accepted",
-                            hint=f"use a shorter {name} (a UUID is 36 characters)")
-    return parsed
-
-
 def _effect_of(state: TaskState) -> EffectStatus:
     if state is TaskState.TASK_STATE_COMPLETED:
         return EffectStatus.DONE
     if state is TaskState.TASK_STATE_REJECTED:
         return EffectStatus.NONE
     return EffectStatus.POSSIBLE
-
-
-def _epoch(since: datetime | str | float | None) -> float | None:
-    if since is None or isinstance(since, int | float):
-        return since
-    try:
-        return parse_timestamp(since).timestamp()
-    except ValueError as error:
-        raise TaskError("invalid-params", str(error)) from None
-
-
-def _trimmed(task: dict[str, Any], history_length: int | None,
-             include_artifacts: bool) -> dict[str, Any]:
-    out = dict(task)
-    if not include_artifacts:
-        out.pop("artifacts", None)
-    if history_length is not None:
-        if history_length == 0:
-            out.pop("history", None)
-        else:
-            out["history"] = out.get("history", [])[-history_length:]
-    return out
-
-
-async def _run_turn(handler: TurnHandler, turn: RequesterTurn) -> TurnAnswer:
-    """The handler's answer; one that fails leaves the turn as it would be without it."""
-    try:
-        return await handler.run(turn)
-    except Exception:
-        log.exception("event=turn-failed module=%s task=%s", handler.module, turn.task_id)
-        return TurnAnswer()
-
