@@ -32,21 +32,22 @@ the head.
 Records signed by a key that a later emergency rotation revoked still verify here: the chain is
 the node's own, and revocation cannot make what it recorded earlier untrue. Do not put secrets or
 message content in ``data``: hashes and ids are enough to prove what happened.
+
+Modules: ``format`` (what a record holds, its hash and line, the lines of one append), ``file``
+(:class:`ChainFile`: appends under a lock, fsyncs, the head, the chain's end read back and cut
+after a crash), ``chain`` (:class:`EvidenceChain`: the event loop's writer, the journal,
+recovery), ``verify`` (reading and checking the chain).
 """
 
-from anet_core.evidence.chain import (
+from anet_core.evidence.chain import EvidenceChain, EvidenceJournal, KeptRecords
+from anet_core.evidence.file import (
     HEAD_EVERY_RECORDS,
     HEAD_FILE,
     MAX_APPEND_RECORDS,
     MAX_HEAD_LAG,
-    EvidenceChain,
     EvidenceError,
-    EvidenceHead,
-    EvidenceJournal,
-    KeptRecords,
-    check_kind,
-    record_hash,
 )
+from anet_core.evidence.format import EvidenceHead, check_kind, record_hash
 from anet_core.evidence.verify import (
     EvidenceIssue,
     EvidenceReport,

@@ -9,15 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anet_core.evidence.chain import (
-    CHAINED_FIELDS,
-    HEAD_CONTEXT,
-    HEAD_FILE,
-    SIGNATURE_FIELDS,
-    EvidenceHead,
-    read_head,
-    record_hash,
-)
+from anet_core.evidence.file import HEAD_CONTEXT, HEAD_FILE, read_head
+from anet_core.evidence.format import CHAINED_FIELDS, SIGNATURE_FIELDS, EvidenceHead, record_hash
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.history import VerifiedHistory
 from anet_core.identity.signatures import EVIDENCE_CONTEXT, SIGNATURE_BYTES, verify_with_key

@@ -27,6 +27,7 @@ from anet_core.evidence import (
     record_hash,
     verify,
 )
+from anet_core.evidence.format import MAX_RECORD_BYTES
 from anet_core.identity import Identity
 from anet_core.identity.signatures import EVIDENCE_CONTEXT
 from anet_core.settings import DataPaths
@@ -207,14 +208,14 @@ def test_every_record_is_held_to_the_size_it_has_when_it_ends_its_append(
         path: Path, owner: Identity) -> None:
     chain = fill(path, owner, 1)
     chain.append("task.accepted", {"blob": ""})
-    room = chain_module.MAX_RECORD_BYTES - len(lines(path)[-1])
+    room = MAX_RECORD_BYTES - len(lines(path)[-1])
     fits, too_big = {"blob": "x" * room}, {"blob": "x" * (room + 1)}
     outcomes = chain.append_all([("task.accepted", too_big), ("task.accepted", fits),
                                  ("task.accepted", fits)])
     assert isinstance(outcomes[0], ValueError) and "exceeds" in str(outcomes[0])
     assert [record["seq"] for record in outcomes[1:]] == [2, 3]  # type: ignore[index]
-    assert len(lines(path)[-1]) == chain_module.MAX_RECORD_BYTES  # signed, to the byte
-    assert len(lines(path)[-2]) < chain_module.MAX_RECORD_BYTES  # unsigned: room to spare
+    assert len(lines(path)[-1]) == MAX_RECORD_BYTES  # signed, to the byte
+    assert len(lines(path)[-2]) < MAX_RECORD_BYTES  # unsigned: room to spare
     assert verify(path, owner.verified_history).ok
 
 
@@ -615,7 +616,7 @@ async def test_a_record_nobody_waits_for_that_the_chain_refuses_is_logged(
     async with open_store(tmp_path / "anet.db") as store:
         chain = EvidenceChain(path, owner, journal=store)
         chain.record_later("Not A Kind", {"n": 0})
-        chain.record_later("task.accepted", {"n": 1, "huge": "x" * chain_module.MAX_RECORD_BYTES})
+        chain.record_later("task.accepted", {"n": 1, "huge": "x" * MAX_RECORD_BYTES})
         chain.record_later("task.accepted", {"n": 2})
         await store.flush()
         await chain.close()
