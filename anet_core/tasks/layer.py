@@ -15,6 +15,7 @@ from anet_core.link import HubLink, PeerInfo
 from anet_core.metrics import NodeMetrics
 from anet_core.protocol.tasks import Reason
 from anet_core.store import Store
+from anet_core.tasks.alive import KeepAlives
 from anet_core.tasks.cards import ExtendedCards
 from anet_core.tasks.common import Services, TaskError
 from anet_core.tasks.events import TaskEvents, TaskSubscription
@@ -65,6 +66,7 @@ class TaskLayer:
                                    hooks=hooks, services=self._services)
         self.provider = Provider(store=store, hub=hub, identity=identity, hooks=hooks,
                                  metrics=metrics, services=self._services)
+        self.alive = KeepAlives(store=store, hub=hub, identity=identity, metrics=metrics)
         self.outbox = Outbox(store=store, hub=hub, identity=identity,
                              on_refused=self.requester.on_refused,
                              on_accepted=self.requester.on_accepted,
@@ -221,7 +223,7 @@ class TaskLayer:
             self.refuse_vetoed_policy()
         self.provider.move_orphans_to_inbox()
         for loop in (self.outbox.run, self._watch_silence, self._forget_old_envelope_ids,
-                     self.provider.keep_alive):
+                     self.alive.run):
             self._start(loop)
         if receive:
             self.receive()

@@ -13,7 +13,7 @@ The inbound policy, the trust list and the modules decide acceptance:
 
 Every change is sent back as a ``task.update`` numbered by ``stateSeq``; the terminal one
 carries a signed receipt over the result. While a task waits here (inbox, or a module), a
-``task.alive`` every :data:`ALIVE_INTERVAL_S` tells the requester it is not forgotten.
+``task.alive`` tells the requester it is not forgotten (``tasks/alive.py``).
 
 A module's ``serve`` does not survive a restart: tasks it was serving move to the inbox when
 the node starts again, so the operator can finish them (nothing is lost, nothing done twice).
@@ -32,20 +32,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
 from typing import Any
 
 from anet_core.identity import Identity
-from anet_core.link import HubError, HubLink, JoinState
+from anet_core.link import HubLink
 from anet_core.metrics import NodeMetrics
-from anet_core.protocol.envelope import seal
 from anet_core.protocol.tasks import (
-    MAX_ALIVE_TASKS,
-    AliveTask,
     ArtifactChunk,
     EffectStatus,
     Reason,
-    TaskAlive,
     TaskCancel,
     TaskMessage,
     TaskUpdate,
@@ -74,13 +69,10 @@ from anet_core.tasks.outbox import queue_message
 from anet_core.tasks.policy import InboundPolicy, policy_in
 from anet_core.tasks.receipts import issue_receipt
 from anet_core.tasks.responder import TaskResponder
-from anet_core.wire import ACTIVE_TASK_STATES, TaskState
+from anet_core.wire import TaskState
 
 log = logging.getLogger(__name__)
 
-ALIVE_INTERVAL_S = 300.0
-"""How often each requester is told which of its tasks are still open here (``task.alive``);
-well below the default ``no_response_after`` of 15 minutes."""
 REJECTION_NOTES = {
     Reason.REJECTED_BY_POLICY: "This agent accepts no tasks at the moment.",
     Reason.NOT_TRUSTED: "This agent accepts tasks only from agents on its trust list.",
@@ -92,6 +84,9 @@ RESTARTED_NOTE = ("The agent restarted while it worked on this task; the task wa
 
 
 class Provider:
+    """The tasks other agents send this node: accepted or refused, handed to a module or the
+    operator's inbox, and each change sent back to the requester."""
+
     def __init__(self, *, store: Store, hub: HubLink, identity: Identity, hooks: TaskHooks,
                  metrics: NodeMetrics, services: Services) -> None:
         self._store = store
@@ -466,51 +461,6 @@ class Provider:
                     self._to_inbox(stored, Effects(), note=RESTARTED_NOTE)
                 moved += 1
         return moved
-
-    # --- keep-alives ----------------------------------------------------------------------------
-
-    async def keep_alive(self) -> None:
-        """Every :data:`ALIVE_INTERVAL_S`, tell each requester which of its tasks are still open
-        here, so that a task waiting in the inbox or at a module does not fail at the requester
-        through ``no_response_after`` merely because it waits."""
-        while True:
-            await asyncio.sleep(ALIVE_INTERVAL_S)
-            try:
-                await self.send_alive()
-            except Exception:
-                log.exception("event=keep-alive-failed")
-
-    async def send_alive(self) -> int:
-        """One ``task.alive`` per requester (per :data:`MAX_ALIVE_TASKS` tasks) naming its tasks
-        in SUBMITTED or WORKING here. Best effort: sealed and handed to the hub directly, never
-        queued or retried (the next interval sends again) and never stored here. Returns the
-        number of envelopes sent."""
-        hub = self._hub
-        if hub.status.state is not JoinState.REGISTERED:
-            return 0
-        open_tasks: defaultdict[str, list[AliveTask]] = defaultdict(list)
-        for stored in self._store.tasks_in_states(TaskRole.PROVIDER, ACTIVE_TASK_STATES):
-            if is_local_peer(stored.peer_aid):
-                continue  # a local caller follows its task by subscription
-            open_tasks[stored.peer_aid].append(AliveTask(task_id=stored.id,
-                                                         context_id=stored.context_id))
-        sent = 0
-        for peer_aid, tasks in open_tasks.items():
-            try:
-                peer = await hub.peer(peer_aid)
-                if not peer.encryption_key:
-                    continue
-                for start in range(0, len(tasks), MAX_ALIVE_TASKS):
-                    body = wire_body(TaskAlive(tasks=tasks[start:start + MAX_ALIVE_TASKS]))
-                    await hub.send(seal(self._identity, peer_aid, peer.encryption_key, body))
-                    self._metrics.envelopes_sent.inc()
-                    sent += 1
-            except (HubError, ValueError) as error:
-                log.info("event=keep-alive-skipped to=%s error=%r", peer_aid,
-                         getattr(error, "message", error))
-        if sent:
-            log.debug("event=keep-alive-sent envelopes=%d requesters=%d", sent, len(open_tasks))
-        return sent
 
     def _inbox_task(self, task_id: str) -> StoredTask:
         stored = self._store.get_task(task_id, role=TaskRole.PROVIDER)

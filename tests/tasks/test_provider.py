@@ -10,7 +10,7 @@ import pytest
 
 from anet_core import hookimpl
 from anet_core.records import InboundTask, PolicyVeto, TaskClaim
-from anet_core.tasks import InboundPolicy, Responder, TaskError, provider
+from anet_core.tasks import InboundPolicy, Responder, TaskError, alive
 from anet_core.wire import TaskState
 from tests.support.fakes import FakeHub
 from tests.support.messages import user_message
@@ -187,7 +187,7 @@ async def test_a_module_that_returns_while_asking_leaves_the_answer_to_the_opera
 
 async def test_keep_alives_hold_a_waiting_task_without_changing_it(
         tmp_path: Path, hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(provider, "ALIVE_INTERVAL_S", 0.1)
+    monkeypatch.setattr(alive, "ALIVE_INTERVAL_S", 0.1)
     async with open_node(tmp_path / "a", hub, no_response_after="600ms") as a, \
             open_node(tmp_path / "b", hub) as b:
         b.tasks.trust(a.aid)
@@ -203,8 +203,8 @@ async def test_keep_alives_hold_a_waiting_task_without_changing_it(
             assert held["status"]["state"] == "TASK_STATE_SUBMITTED"
             assert held["metadata"]["anet.state_seq"] == 1
             assert held["metadata"]["anet.reason"] == "queued_for_operator"
-        alive = len([e for e in hub.seen if e["to"] == a.aid]) - to_a
-        assert 5 <= alive <= 20  # one envelope per interval for all three tasks, not three
+        keep_alives = len([e for e in hub.seen if e["to"] == a.aid]) - to_a
+        assert 5 <= keep_alives <= 20  # one envelope per interval for all three tasks, not three
         events = aiter(subscription)
         assert "task" in await anext(events)
         with pytest.raises(TimeoutError):  # no event: a keep-alive is not a change
@@ -234,7 +234,7 @@ async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Pat
             stored.last_heard_at -= 100
             a.store.save_task(stored)
         before = a.store.get_task(task["id"]).last_heard_at
-        assert await c.tasks.provider.send_alive() == 0  # c holds no task of a
+        assert await c.tasks.alive.send() == 0  # c holds no task of a
         # c names a's task anyway: it is not c's, nothing moves
         from anet_core.protocol.envelope import seal
         from anet_core.protocol.tasks import AliveTask, TaskAlive, wire_body
@@ -243,11 +243,11 @@ async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Pat
         await c.hub.send(seal(c.identity, a.aid, a.identity.encryption_public_key, body))
         await asyncio.sleep(0.2)
         assert a.store.get_task(task["id"]).last_heard_at == before
-        assert await b.tasks.provider.send_alive() == 1
+        assert await b.tasks.alive.send() == 1
         await eventually(lambda: a.store.get_task(task["id"]).last_heard_at > before)
         assert a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1
         # a terminal task is not named
         await b.tasks.reply(task["id"], "done")
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
-        assert await b.tasks.provider.send_alive() == 0
+        assert await b.tasks.alive.send() == 0
         assert TaskState(state(a, task["id"])) is TaskState.TASK_STATE_COMPLETED
