@@ -28,7 +28,7 @@ from anet_core.wire import TaskState
 
 log = logging.getLogger(__name__)
 
-ContinueTask = Callable[[StoredTask, dict[str, Any], Effects], object]
+ContinueTask = Callable[[StoredTask, dict[str, Any], Effects], StoredTask]
 """Sends a message on a task waiting for input (``Requester._continue``), inside a transaction."""
 
 
@@ -83,8 +83,7 @@ class RequesterTurns:
                              message=message, metadata=metadata,
                              extensions=frozenset(str(uri)
                                                   for uri in message.get("extensions", [])))
-        handler = self._hooks.requester_answer(turn)
-        return TurnAnswer() if handler is None else await run_turn(handler, turn)
+        return await self._client_turn(turn)
 
     async def answer(self, stored: StoredTask, message: dict[str, Any],
                      metadata: dict[str, Any] | None) -> TurnAnswer:
@@ -92,7 +91,9 @@ class RequesterTurns:
         (a task that does not: no turn, the message is refused as it is sent)."""
         if not state_of(stored.task).is_interrupted:
             return TurnAnswer()
-        turn = self.turn_of(stored, message, metadata)
+        return await self._client_turn(self.turn_of(stored, message, metadata))
+
+    async def _client_turn(self, turn: RequesterTurn) -> TurnAnswer:
         handler = self._hooks.requester_answer(turn)
         return TurnAnswer() if handler is None else await run_turn(handler, turn)
 
