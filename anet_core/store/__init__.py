@@ -26,33 +26,21 @@ Modules: ``schema`` (the tables, their migrations, the connection's pragmas, ope
 (:class:`Store`: transactions, syncs of the WAL, each table's reads and writes).
 """
 
-from anet_core.store.database import POLICY_KEY, Store, immediate_transaction
-from anet_core.store.paging import decode_page_token, encode_page_token, page_newest_first
-from anet_core.store.rows import (
-    JournaledRecord,
-    OutboxEntry,
-    StoredTask,
-    StoreError,
-    TaskPage,
-    TaskRole,
-)
-from anet_core.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, open_store
+from anet_core.store.database import Store, immediate_transaction
+from anet_core.store.paging import page_newest_first
+from anet_core.store.rows import JournaledRecord, OutboxEntry, StoredTask, StoreError, TaskRole
+from anet_core.store.schema import MIGRATIONS, SCHEMA_VERSION, open_store
 
 __all__ = [
     "MIGRATIONS",
-    "POLICY_KEY",
     "SCHEMA_VERSION",
     "JournaledRecord",
     "OutboxEntry",
     "Store",
     "StoreError",
     "StoredTask",
-    "TaskPage",
     "TaskRole",
-    "decode_page_token",
-    "encode_page_token",
     "immediate_transaction",
-    "migrate",
     "open_store",
     "page_newest_first",
 ]
