@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from anet_core.node import Node
     from anet_core.records import (
         BackendKind,
+        CancelCheck,
         CardExtension,
         CliCommand,
         ConfigBlock,
@@ -472,4 +473,35 @@ def anet_requester_answer(node: Node, turn: RequesterTurn) -> TurnHandler | None
             async def run(turn):
                 return TurnAnswer(hold=Reason.REJECTED_BY_POLICY)
             return TurnHandler(module="greeter", run=run)
+    """
+
+
+@hookspec(firstresult=True)
+def anet_requester_cancel(node: Node, turn: RequesterTurn) -> CancelCheck | None:
+    """Have a say on the client's cancel of a task this node sent, before it takes effect.
+
+    Called by the task layer for each cancel of an open requester task (``CancelTask`` on the
+    local A2A endpoint, the MCP tool ``cancel_task``), in hook order, stopping at the first
+    non-None result; ``turn.message`` is None. The core awaits ``check.run(turn)`` with no other
+    turn of the task running (so no payment is signed meanwhile), then: a
+    :class:`CancelVerdict` with ``refused`` leaves the task going on and answers the client
+    TaskNotCancelableError with that reason; without, the cancel takes effect (the task ends
+    here, the agent is asked to stop). A run that raises refuses the cancel: nothing that
+    cannot be undone happens on a guess. Module x402 voids the task's payment at its rail
+    here, and refuses the cancel when the rail had settled it (docs/payments.md).
+
+    Example::
+
+        @hookimpl
+        def anet_requester_cancel(node, turn):
+            if turn.task["metadata"].get("greeter.booking") is None:
+                return None
+
+            async def run(turn):
+                if await booking_confirmed(turn.task_id):
+                    return CancelVerdict(refused="booking-confirmed",
+                                         message="the booking is confirmed",
+                                         hint="ask the agent to undo it")
+                return CancelVerdict(evidence=(("greeter.unbooked", {"taskId": turn.task_id}),))
+            return CancelCheck(module="greeter", run=run)
     """

@@ -23,6 +23,7 @@ from anet_core.link.client import HubClient, node_hub_client, open_hub_link
 from anet_core.metrics import NodeMetrics
 from anet_core.plugins import Plugins
 from anet_core.records import (
+    CancelCheck,
     EndingTask,
     InboundTask,
     PolicyVeto,
@@ -224,6 +225,11 @@ class NodeHooks:
         handler: TurnHandler | None = self._plugins.hook.anet_requester_answer(
             node=self.node, turn=turn)
         return handler
+
+    def requester_cancel(self, turn: RequesterTurn) -> CancelCheck | None:
+        check: CancelCheck | None = self._plugins.hook.anet_requester_cancel(
+            node=self.node, turn=turn)
+        return check
 
     def card_skills(self) -> list[SkillSource]:
         return self._plugins.collect("anet_card_skills", node=self.node)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, StringConstraints
 
@@ -30,6 +30,7 @@ from anet_core.protocol.fields import Aid
 AUTHORIZATION_TYPE = "anet.payment-authorization/v1"
 SETTLEMENT_TYPE = "anet.settlement/v1"
 BALANCE_REQUEST_TYPE = "anet.balance-request/v1"
+VOID_REQUEST_TYPE = "anet.payment-void/v1"
 
 MAX_VALIDITY_S = 3600
 """The longest validity window an authorization may ask for."""
@@ -39,7 +40,10 @@ CLOCK_SKEW_S = 300
 FACILITATOR_PATH = "/x402"
 """Where a hub serves the x402 facilitator interface: ``POST {path}/verify``, ``POST
 {path}/settle`` (body ``{x402Version, paymentPayload, paymentRequirements}``), ``GET
-{path}/supported``, and ``POST {path}/balance`` (body: a signed balance request)."""
+{path}/supported``, ``POST {path}/balance`` (body: a signed balance request) and ``POST
+{path}/void`` (body: a signed void request)."""
+MAX_VOIDED_NONCES = 16
+"""The most authorizations one void request withdraws (a task has one, or a few that expired)."""
 
 _ATOMIC = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,38}$")]
 _NONCE = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -82,6 +86,18 @@ class Settlement(SignedContent):
 class BalanceRequest(SignedContent):
     type: Literal["anet.balance-request/v1"]
     hub: Aid
+    at: int = Field(ge=0)
+
+
+class VoidRequest(SignedContent):
+    """The payer's order to its hub: the authorizations ``nonces`` it signed for ``task`` must
+    never settle. The hub keeps the decision with its ledger: each nonce is either settled
+    already (the void loses, and the hub answers the settlement) or void from now on."""
+
+    type: Literal["anet.payment-void/v1"]
+    hub: Aid
+    task: _Word
+    nonces: list[_NONCE] = Field(min_length=1, max_length=MAX_VOIDED_NONCES)
     at: int = Field(ge=0)
 
 
@@ -149,12 +165,36 @@ def sign_balance_request(identity: Identity, *, hub_aid: str,
 def verify_balance_request(doc: object, requester: VerifiedHistory, *, hub_aid: str,
                            now: int | None = None) -> BalanceRequest:
     """The request when ``requester`` signed it for this hub within :data:`CLOCK_SKEW_S`."""
-    request = _verified(BalanceRequest, doc, requester, what="balance-request")
+    request: BalanceRequest = _verified(BalanceRequest, doc, requester, what="balance-request")
+    return _fresh(request, "balance-request", hub_aid=hub_aid, now=now)
+
+
+def sign_void_request(identity: Identity, *, hub_aid: str, task: str, nonces: list[str],
+                      now: int | None = None) -> dict[str, Any]:
+    return sign_document(identity, {"type": VOID_REQUEST_TYPE, "hub": hub_aid, "task": task,
+                                    "nonces": list(nonces),
+                                    "at": int(time.time()) if now is None else now})
+
+
+def verify_void_request(doc: object, payer: VerifiedHistory, *, hub_aid: str,
+                        now: int | None = None) -> VoidRequest:
+    """The request when ``payer`` signed it for this hub within :data:`CLOCK_SKEW_S`."""
+    request: VoidRequest = _verified(VoidRequest, doc, payer, what="void-request")
+    return _fresh(request, "void-request", hub_aid=hub_aid, now=now)
+
+
+Request = TypeVar("Request", BalanceRequest, VoidRequest)
+
+
+def _fresh(request: Request, what: str, *, hub_aid: str, now: int | None) -> Request:
+    """``request`` when it is for this hub and signed within :data:`CLOCK_SKEW_S` of ``now``;
+    else :class:`PaymentError` ``<what>-stale``."""
     now = int(time.time()) if now is None else now
     if request.hub != hub_aid or abs(now - request.at) > CLOCK_SKEW_S:
-        raise PaymentError("balance-request-stale",
-                           f"the balance request is for hub {request.hub} at {request.at}; this "
-                           f"hub is {hub_aid} and it is {now}: sign a fresh one")
+        raise PaymentError(f"{what}-stale",
+                           f"the {what.replace('-', ' ')} is for hub {request.hub} at "
+                           f"{request.at}; this hub is {hub_aid} and it is {now}: sign a "
+                           "fresh one")
     return request
 
 

@@ -31,6 +31,8 @@ from anet_core.records.host import (
 from anet_core.records.mcp import McpCall, McpResult, McpTool
 from anet_core.records.tasks import (
     ArtifactLike,
+    CancelCheck,
+    CancelVerdict,
     EndingTask,
     GateAction,
     GateVerdict,
@@ -53,6 +55,8 @@ __all__ = [
     "BackendOpener",
     "BackendStage",
     "BackendTarget",
+    "CancelCheck",
+    "CancelVerdict",
     "CardExtension",
     "CheckResult",
     "CheckStatus",

@@ -4,7 +4,8 @@ task this node sent.
 
 Returned by ``anet_take_task`` (:class:`TaskClaim`), ``anet_task_gate`` and ``anet_task_ending``
 (:class:`TaskGate`), ``anet_policy_veto`` (:class:`PolicyVeto`), ``anet_requester_waiting`` and
-``anet_requester_answer`` (:class:`TurnHandler`).
+``anet_requester_answer`` (:class:`TurnHandler`), ``anet_requester_cancel``
+(:class:`CancelCheck`).
 """
 
 from __future__ import annotations
@@ -157,6 +158,10 @@ class GateAction(StrEnum):
     FAIL = "fail"
     """The task fails with the verdict's message; nothing reaches a module or the inbox (at its
     end: the artifacts are withheld)."""
+    CANCEL = "cancel"
+    """The requester withdrew what the gate waited for (module x402: the payer voided its
+    payment at the rail, as it canceled the task): the task ends canceled
+    (``canceled_by_requester``) with the verdict's message, artifacts withheld."""
 
 
 @dataclass(frozen=True)
@@ -272,3 +277,29 @@ class TurnHandler:
     module: str
     run: Callable[[RequesterTurn], Awaitable[TurnAnswer]]
 
+
+
+@dataclass(frozen=True)
+class CancelVerdict:
+    """A module's decision on the client's cancel of a task this node sent.
+
+    ``refused`` None lets the cancel go on; else it is refused with that kebab-case reason
+    (``anet.reason`` of the client's TaskNotCancelableError), ``message`` saying why and
+    ``hint`` what to do, and the task goes on. ``evidence``: (kind, data) records the core
+    appends to the evidence chain either way.
+    """
+
+    refused: str | None = None
+    message: str = ""
+    hint: str = ""
+    evidence: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+
+@dataclass(frozen=True)
+class CancelCheck:
+    """A module's say on the cancel of a :class:`RequesterTurn` (``turn.message`` None): the
+    core awaits ``run(turn)`` before anything of the cancel takes effect, with no other turn
+    of the task running."""
+
+    module: str
+    run: Callable[[RequesterTurn], Awaitable[CancelVerdict]]

@@ -8,7 +8,7 @@ exactly once), ``inbound`` (opening and dispatching envelopes), ``events`` (subs
 
 from anet_core.protocol.tasks import EffectStatus, Reason, TaskMetadata
 from anet_core.records import Responder
-from anet_core.tasks.common import TaskError
+from anet_core.tasks.common import TaskError, TaskNotCancelable
 from anet_core.tasks.events import TaskSubscription
 from anet_core.tasks.hooks import TaskHooks
 from anet_core.tasks.layer import TaskLayer
@@ -17,4 +17,5 @@ from anet_core.tasks.origin import LocalOrigin
 from anet_core.tasks.policy import InboundPolicy
 
 __all__ = ["EffectStatus", "InboundPolicy", "LocalOrigin", "LocalTasks", "Reason", "Responder",
-           "TaskError", "TaskHooks", "TaskLayer", "TaskMetadata", "TaskSubscription"]
+           "TaskError", "TaskHooks", "TaskLayer", "TaskMetadata", "TaskNotCancelable",
+           "TaskSubscription"]

@@ -32,6 +32,12 @@ class TaskError(AnetError):
     raises ``anet_core.identity.AidError``, reason invalid-aid.)"""
 
 
+class TaskNotCancelable(TaskError):
+    """A cancel refused: the task has ended (``task-not-cancelable``), or a module keeps it
+    going with a reason of its own (module x402: ``payment-settled``, the payment was settled
+    before the cancel; A2A's TaskNotCancelableError either way)."""
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 

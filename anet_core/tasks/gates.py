@@ -132,6 +132,9 @@ class TaskGates:
         elif verdict.action is GateAction.FAIL:
             self._emit(stored, TaskState.TASK_STATE_FAILED, effects, message=message,
                        reason=Reason.PROVIDER_FAILED, final_artifacts=[])
+        elif verdict.action is GateAction.CANCEL:
+            self._emit(stored, TaskState.TASK_STATE_CANCELED, effects, message=message,
+                       reason=Reason.CANCELED_BY_REQUESTER, final_artifacts=[])
         else:
             stored.task.setdefault("metadata", {})[GATE] = module
             if message is not None or state_of(stored.task).is_interrupted:
@@ -212,6 +215,9 @@ class TaskGates:
         note = None if verdict.message is None else self._agent_message(stored, verdict.message)
         if verdict.action is GateAction.FAIL:
             return GateEnd(TaskState.TASK_STATE_FAILED, note, [], Reason.PROVIDER_FAILED,
+                           withheld=True)
+        if verdict.action is GateAction.CANCEL:
+            return GateEnd(TaskState.TASK_STATE_CANCELED, note, [], Reason.CANCELED_BY_REQUESTER,
                            withheld=True)
         if verdict.action is GateAction.HOLD:
             return replace(end, held=True)

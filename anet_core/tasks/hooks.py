@@ -2,7 +2,8 @@
 
 The layer sees only this protocol, not the plugin manager or the node: ``anet_core.node``
 implements it over the modules' ``anet_take_task``, ``anet_task_gate``, ``anet_task_ending``,
-``anet_policy_veto``, ``anet_requester_waiting`` and ``anet_requester_answer``.
+``anet_policy_veto``, ``anet_requester_waiting``, ``anet_requester_answer`` and
+``anet_requester_cancel``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from anet_core.records import (
+    CancelCheck,
     EndingTask,
     InboundTask,
     PolicyVeto,
@@ -48,4 +50,8 @@ class TaskHooks(Protocol):
 
     def requester_answer(self, turn: RequesterTurn) -> TurnHandler | None:
         """The first module's handler for a client's answer (``anet_requester_answer``)."""
+        ...
+
+    def requester_cancel(self, turn: RequesterTurn) -> CancelCheck | None:
+        """The first module's say on a client's cancel (``anet_requester_cancel``)."""
         ...

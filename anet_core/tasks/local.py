@@ -22,7 +22,14 @@ from pydantic import ValidationError
 
 from anet_core.protocol.tasks import TaskCancel, TaskMessage
 from anet_core.store import Store, StoredTask, TaskRole
-from anet_core.tasks.common import Services, TaskError, new_id, parse_client_message, state_of
+from anet_core.tasks.common import (
+    Services,
+    TaskError,
+    TaskNotCancelable,
+    new_id,
+    parse_client_message,
+    state_of,
+)
 from anet_core.tasks.events import TaskEvents, TaskSubscription
 from anet_core.tasks.listing import task_page
 from anet_core.tasks.origin import LocalOrigin
@@ -97,7 +104,7 @@ class LocalTasks:
     async def cancel(self, task_id: str) -> dict[str, Any]:
         stored = self._task(task_id)
         if state_of(stored.task).is_terminal:
-            raise TaskError("task-not-cancelable", f"task {task_id} has already ended")
+            raise TaskNotCancelable("task-not-cancelable", f"task {task_id} has already ended")
         with self._store.transaction(durable=False):
             effects = self._provider.on_cancel(self.origin.peer, TaskCancel(
                 task_id=task_id, context_id=stored.context_id))

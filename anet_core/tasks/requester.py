@@ -35,6 +35,7 @@ from anet_core.tasks.common import (
     Effects,
     Services,
     TaskError,
+    TaskNotCancelable,
     add_to_history,
     apply_artifact,
     artifact_event,
@@ -194,25 +195,44 @@ class Requester:
         return self._store.has_tasks(TaskRole.REQUESTER, aid)
 
     async def cancel(self, aid: str | None, task_id: str) -> dict[str, Any]:
-        """Cancel the task here at once and ask the provider to stop; return the task."""
-        stored = self._task_of(aid, task_id)
-        if state_of(stored.task).is_terminal:
-            raise TaskError("task-not-cancelable",
-                            f"task {task_id} is already {TaskState(stored.state).word}")
-        effects = Effects()
-        with self._store.transaction(durable=False):
-            reached_hub = self._may_have_left(stored)
-            self._store.outbox_withdraw(task_id)
-            if reached_hub:
-                self._queue(stored.peer_aid, wire_body(TaskCancel(
-                    task_id=task_id, context_id=stored.context_id)), task_id=task_id)
-                effects.send = True
-            effect = EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE
-            self._finish_here(stored, TaskState.TASK_STATE_CANCELED, Reason.CANCELED_BY_REQUESTER,
-                              effect, None, effects)
-            self._services.keep(effects)
+        """Cancel the task here and ask the provider to stop; return the task. The modules have
+        their say first (``anet_requester_cancel``: module x402 voids a payment at its rail),
+        and may refuse it (:class:`TaskNotCancelable` with their reason)."""
+        async with self.turns.locks.hold(task_id):
+            verdict = await self.turns.cancel(self._open_to_cancel(self._task_of(aid, task_id)))
+            effects = Effects()
+            for kind, data in verdict.evidence:
+                effects.record(kind, **data)
+            if verdict.refused is not None:
+                await self._services.run(effects)  # the records, in a commit of their own
+                raise TaskNotCancelable(verdict.refused, verdict.message, hint=verdict.hint)
+            with self._store.transaction(durable=False):
+                # Read again: an update may have ended the task while the modules decided.
+                stored = self._open_to_cancel(self._task_of(aid, task_id))
+                self._cancel_here(stored, effects)
+                self._services.keep(effects)
         await self._services.run(effects)
         return stored.task
+
+    @staticmethod
+    def _open_to_cancel(stored: StoredTask) -> StoredTask:
+        if state_of(stored.task).is_terminal:
+            raise TaskNotCancelable("task-not-cancelable",
+                                    f"task {stored.id} is already {TaskState(stored.state).word}")
+        return stored
+
+    def _cancel_here(self, stored: StoredTask, effects: Effects) -> None:
+        """End the task canceled here; the provider is asked to stop when the task may have
+        reached it (call inside a transaction)."""
+        reached_hub = self._may_have_left(stored)
+        self._store.outbox_withdraw(stored.id)
+        if reached_hub:
+            self._queue(stored.peer_aid, wire_body(TaskCancel(
+                task_id=stored.id, context_id=stored.context_id)), task_id=stored.id)
+            effects.send = True
+        effect = EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE
+        self._finish_here(stored, TaskState.TASK_STATE_CANCELED, Reason.CANCELED_BY_REQUESTER,
+                          effect, None, effects)
 
     def subscribe(self, aid: str | None, task_id: str) -> TaskSubscription:
         """Events of the task: first the task as it is now, then its updates in order, ending

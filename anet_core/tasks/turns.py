@@ -2,10 +2,11 @@
 
 A task waiting for input is a turn the modules may act on: ``anet_requester_waiting`` when the
 agent asks, ``anet_requester_answer`` when the client answers (docs/plugins.md); module x402
-pays a quote there (docs/payments.md). A module's answer sends a message on the task in place of
-the client's, holds the task with a reason, or lets the turn go on as without it. One turn per
-task runs at a time, and the client hears of the agent's question only once a module's waiting
-turn answered it (a quote paid at once is never shown as waiting).
+pays a quote there (docs/payments.md). A module's answer sends a message on the task in place
+of the client's, holds the task with a reason, or lets the turn go on as without it. One turn
+per task runs at a time, and the client hears of the agent's question only once a module's
+waiting turn answered it (a quote paid at once is never shown as waiting). A client's cancel is
+a turn too (``anet_requester_cancel``): module x402 voids the task's payment at its rail first.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from anet_core.protocol.tasks import TaskMetadata
-from anet_core.records import RequesterTurn, TurnAnswer, TurnHandler
+from anet_core.records import CancelVerdict, RequesterTurn, TurnAnswer, TurnHandler
 from anet_core.store import Store, StoredTask, TaskRole
 from anet_core.tasks.common import Effects, Services, set_meta, set_status, state_of, status_event
 from anet_core.tasks.hooks import TaskHooks
@@ -96,6 +97,24 @@ class RequesterTurns:
     async def _client_turn(self, turn: RequesterTurn) -> TurnAnswer:
         handler = self._hooks.requester_answer(turn)
         return TurnAnswer() if handler is None else await run_turn(handler, turn)
+
+    async def cancel(self, stored: StoredTask) -> CancelVerdict:
+        """The modules' say on the client's cancel of ``stored`` (call it holding the task's
+        turn lock). A check that fails refuses the cancel: the task goes on, and the client
+        may cancel again."""
+        turn = self.turn_of(stored)
+        check = self._hooks.requester_cancel(turn)
+        if check is None:
+            return CancelVerdict()
+        try:
+            return await check.run(turn)
+        except Exception as error:
+            log.exception("event=cancel-check-failed module=%s task=%s", check.module, stored.id)
+            return CancelVerdict(refused="task-not-cancelable",
+                                 message=f"the module {check.module} could not decide whether "
+                                         f"task {stored.id} may be canceled now "
+                                         f"({type(error).__name__}); it goes on",
+                                 hint="cancel again in a moment; the daemon log says more")
 
     def take_question(self, stored: StoredTask, events: list[dict[str, Any]] | None,
                       effects: Effects) -> bool:

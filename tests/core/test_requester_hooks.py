@@ -14,7 +14,15 @@ import pytest
 from anet_core import hookimpl
 from anet_core.node import Node
 from anet_core.protocol.tasks import Reason
-from anet_core.records import InboundTask, TaskClaim, TurnAnswer, TurnHandler
+from anet_core.records import (
+    CancelCheck,
+    CancelVerdict,
+    InboundTask,
+    TaskClaim,
+    TurnAnswer,
+    TurnHandler,
+)
+from anet_core.tasks import TaskError, TaskNotCancelable
 from anet_core.wire import TaskState
 from tests.support.fakes import FakeHub
 from tests.support.messages import user_message
@@ -239,3 +247,74 @@ async def test_a_hold_on_the_first_message_rejects_the_task_and_sends_nothing(
     assert refused["status"]["message"]["parts"] == [{"text": "no passwords"}]
     assert not any("task.forwarded" in line and refused["id"] in line
                    for line in chain.read_text().splitlines())
+
+
+async def test_hook_anet_requester_cancel(tmp_path: Path) -> None:
+    """A module refuses the first cancel with its reason (the task goes on, the agent hears
+    nothing), and lets the second through; a check that fails refuses the cancel too; no
+    other turn of the task runs while the check does."""
+    verdicts = [CancelVerdict(refused="booking-confirmed", message="the booking is confirmed",
+                              hint="ask the agent to undo it"),
+                RuntimeError("the booking service is down"),
+                CancelVerdict(evidence=(("greeter.unbooked", {"taskId": "?"}),))]
+    checking = asyncio.Event()
+    release = asyncio.Event()
+    turns: list[Any] = []
+
+    class Bookings:
+        @hookimpl
+        def anet_requester_cancel(self, node, turn):
+            async def run(turn):
+                turns.append(turn)
+                checking.set()
+                await release.wait()
+                verdict = verdicts.pop(0)
+                if isinstance(verdict, Exception):
+                    raise verdict
+                return verdict
+            return CancelCheck(module="greeter", run=run)
+
+        @hookimpl
+        def anet_requester_answer(self, node, turn):
+            async def run(turn):
+                assert not checking.is_set(), "an answer turn ran during the cancel's check"
+                return TurnAnswer()
+            return TurnHandler(module="greeter", run=run)
+
+    async with requester_and_agent(tmp_path, Bookings()) as (a, b, agent):
+        sent = await a.tasks.send(b.aid, user_message("hi"))
+        await eventually(lambda: state(a, sent["id"]) == "TASK_STATE_INPUT_REQUIRED")
+        release.set()
+        with pytest.raises(TaskNotCancelable) as refused:
+            await a.tasks.cancel(b.aid, sent["id"])
+        assert (refused.value.reason, refused.value.hint) == ("booking-confirmed",
+                                                               "ask the agent to undo it")
+        with pytest.raises(TaskNotCancelable) as failed:
+            await a.tasks.cancel(b.aid, sent["id"])
+        assert failed.value.reason == "task-not-cancelable"
+        assert "RuntimeError" in failed.value.message
+        assert state(a, sent["id"]) == "TASK_STATE_INPUT_REQUIRED"
+        # The check holds the task's turn: an answer sent meanwhile waits for it.
+        checking.clear()
+        release.clear()
+        canceling = asyncio.create_task(a.tasks.cancel(b.aid, sent["id"]))
+        await asyncio.wait_for(checking.wait(), 10)
+        ids = {"taskId": sent["id"], "contextId": sent["contextId"]}
+        answering = asyncio.create_task(a.tasks.send(b.aid, user_message("ada", "m-2") | ids))
+        await asyncio.sleep(0.05)
+        assert not answering.done()
+        release.set()
+        canceled = await canceling
+        checking.clear()
+        with pytest.raises(TaskError) as late:
+            await answering
+        assert late.value.reason == "task-terminal"
+        await eventually(lambda: b.tasks.received(sent["id"])["status"]["state"]
+                         == "TASK_STATE_CANCELED", "the agent asked to stop")
+        chain = tmp_path / "a" / "evidence" / "chain.jsonl"
+        await eventually(lambda: chain.exists() and "greeter.unbooked" in chain.read_text(),
+                         "the check's record")
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert [turn.message for turn in turns] == [None, None, None]
+    assert {turn.task_id for turn in turns} == {sent["id"]}
+    assert agent.answers == []

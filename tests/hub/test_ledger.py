@@ -21,6 +21,7 @@ from anet_hub.ledger import (
     PayeeFull,
     Settled,
     Transfer,
+    Voided,
 )
 from anet_hub.sqlite import SqliteHubStorage
 from anet_hub.storage import HubStorage
@@ -88,8 +89,8 @@ async def test_credit_and_settle_move_exactly_the_amount(
         (ALICE, "EUR", 7), (ALICE, "USD", 120), (BOB, "USD", 30)]
     assert [(item.asset, item.amount) for item in await storage.ledger.balances(BOB)] == [
         ("USD", 30)]
-    assert (await storage.ledger.transfer_of(ALICE, paid.nonce)) == entry
-    assert await storage.ledger.transfer_of(BOB, paid.nonce) is None
+    assert (await storage.ledger.decision(ALICE, paid.nonce)) == AlreadySettled(entry)
+    assert await storage.ledger.decision(BOB, paid.nonce) is None
     kinds = [item.kind for item in await storage.ledger.entries()]
     assert kinds == [EntryKind.CREDIT] * 3 + [EntryKind.TRANSFER]
     assert [item.seq for item in await storage.ledger.entries(after_seq=entry.seq - 1)] == [
@@ -141,6 +142,57 @@ async def test_concurrent_settlements_of_one_nonce_on_two_instances_move_once(
                if not isinstance(outcome, Settled))
     assert (await first.ledger.balance(ALICE, "USD"), await second.ledger.balance(BOB, "USD")) \
         == (900, 100)
+
+
+async def test_an_authorization_is_either_settled_or_void(
+        pair: tuple[HubStorage, HubStorage]) -> None:
+    storage, other = pair
+    await credit(storage, ALICE, 100)
+    voided = await storage.ledger.void(ALICE, "2" * 64, task="t-void", now=1001.0)
+    assert voided == Voided(at=1001.0, task="t-void")
+    assert await other.ledger.void(ALICE, "2" * 64, task="t-void", now=1002.0) == voided
+    assert await other.ledger.settle(transfer(ALICE, BOB, 40, nonce="2" * 64)) == voided
+    assert await other.ledger.decision(ALICE, "2" * 64) == voided
+    assert await storage.ledger.decision(CAROL, "2" * 64) is None  # another payer's nonce
+    settled = await storage.ledger.settle(transfer(ALICE, BOB, 40, nonce="3" * 64))
+    assert isinstance(settled, Settled)
+    assert await other.ledger.void(ALICE, "3" * 64, task="t-late", now=1003.0) == \
+        AlreadySettled(settled.entry)
+    assert await storage.ledger.decision(ALICE, "3" * 64) == AlreadySettled(settled.entry)
+    assert (await storage.ledger.balance(ALICE, "USD"), await storage.ledger.balance(BOB, "USD")) \
+        == (60, 40)
+
+
+async def test_a_void_racing_settlements_on_two_instances_decides_once(
+        pair: tuple[HubStorage, HubStorage]) -> None:
+    """The payer's void and the payee's settlements of one nonce, all at once on two
+    instances, many times over: each nonce ends settled once (every void answers that
+    transfer) or void (every settlement answers the void), never both."""
+    first, second = pair
+    await credit(first, ALICE, 1000)
+    outcomes_seen = set()
+    for _ in range(12):
+        nonce = secrets.token_hex(32)
+        calls = [first.ledger.void(ALICE, nonce, task="t", now=1000.0),
+                 second.ledger.settle(transfer(ALICE, BOB, 10, nonce=nonce)),
+                 first.ledger.settle(transfer(ALICE, BOB, 10, nonce=nonce)),
+                 second.ledger.void(ALICE, nonce, task="t", now=1000.0)]
+        outcomes = await asyncio.gather(*calls)
+        settled = [outcome for outcome in outcomes if isinstance(outcome, Settled)]
+        if settled:
+            assert len(settled) == 1, outcomes
+            assert all(outcome == AlreadySettled(settled[0].entry) for outcome in outcomes
+                       if outcome is not settled[0]), outcomes
+            assert await first.ledger.decision(ALICE, nonce) == AlreadySettled(settled[0].entry)
+            outcomes_seen.add("settled")
+        else:
+            assert all(isinstance(outcome, Voided) for outcome in outcomes), outcomes
+            assert isinstance(await second.ledger.decision(ALICE, nonce), Voided)
+            outcomes_seen.add("voided")
+    transfers = [entry for entry in await first.ledger.entries()
+                 if entry.kind is EntryKind.TRANSFER]
+    assert await first.ledger.balance(BOB, "USD") == 10 * len(transfers)
+    assert outcomes_seen  # which wins is the race's; that one does is the point
 
 
 async def test_crossing_transfers_on_two_instances_all_settle(

@@ -21,6 +21,7 @@ from anet_core.protocol.payments import (
     FACILITATOR_PATH,
     sign_authorization,
     sign_balance_request,
+    sign_void_request,
     verify_settlement,
 )
 from anet_hub import admin
@@ -301,3 +302,73 @@ async def test_a_balance_is_told_only_to_its_owner(rail: Rail) -> None:
     stranger = Identity.create(rail.data.parent / "stranger")
     status, answer = await rail.post("balance", sign_balance_request(stranger, hub_aid=hub_aid))
     assert (status, answer["error"]) == (404, "unknown-agent") and stranger.aid in answer["message"]
+
+
+def nonce_of(payment: dict[str, Any]) -> str:
+    return str(payment["paymentPayload"]["payload"]["authorization"]["nonce"])
+
+
+async def test_a_voided_authorization_never_settles(rail: Rail) -> None:
+    """The payer withdraws its authorization (its task was canceled): verify and settle refuse
+    it, whoever presents it, and nothing moves; voiding again answers the same."""
+    hub_aid = rail.hub.state.identity.aid
+    payment = pay(rail.payer, rail.quote(5, task="task-void"))
+    request = sign_void_request(rail.payer, hub_aid=hub_aid, task="task-void",
+                                nonces=[nonce_of(payment)])
+    status, answer = await rail.post("void", request)
+    assert status == 200, answer
+    assert (answer["payer"], answer["hub"], answer["task"]) == (rail.payer.aid, hub_aid,
+                                                                 "task-void")
+    [decided] = answer["nonces"]
+    assert (decided["nonce"], decided["outcome"]) == (nonce_of(payment), "voided")
+    assert (await rail.post("void", request))[1]["nonces"] == [decided]
+    verified = await rail.verify(payment)
+    assert (verified.is_valid, verified.invalid_reason) == (False, "authorization_voided")
+    settled = await rail.settle(payment)
+    assert (settled.success, settled.error_reason) == (False, "authorization_voided")
+    assert "task-void" in (settled.error_message or "") and not settled.extra
+    assert (await ledger_totals_async(rail.data)).transfers == []
+    assert await rail.balances(rail.payer, rail.payee) == (100, 0)
+
+
+async def test_a_void_after_the_settlement_loses_and_answers_it(rail: Rail) -> None:
+    hub_aid = rail.hub.state.identity.aid
+    payment = pay(rail.payer, rail.quote(5, task="task-paid"))
+    settled = await rail.settle(payment)
+    assert settled.success
+    status, answer = await rail.post("void", sign_void_request(
+        rail.payer, hub_aid=hub_aid, task="task-paid", nonces=[nonce_of(payment)]))
+    assert status == 200, answer
+    [decided] = answer["nonces"]
+    assert decided["outcome"] == "settled"
+    assert decided["transaction"] == settled.transaction
+    history = verify_history(rail.hub.state.identity.history, expected_aid=hub_aid)
+    assert verify_settlement(decided["settlement"], history).task == "task-paid"
+    assert await rail.balances(rail.payer, rail.payee) == (95, 5)
+
+
+async def test_only_the_payer_voids_its_authorizations(rail: Rail) -> None:
+    hub_aid = rail.hub.state.identity.aid
+    payment = pay(rail.payer, rail.quote(5, task="task-kept"))
+    nonces = [nonce_of(payment)]
+    forged = sign_void_request(rail.payee, hub_aid=hub_aid, task="task-kept",
+                               nonces=nonces) | {"signer": rail.payer.aid}
+    status, answer = await rail.post("void", forged)
+    assert status == 403 and answer["error"].startswith("void-request-"), answer
+    stale = sign_void_request(rail.payer, hub_aid=hub_aid, task="task-kept", nonces=nonces,
+                              now=int(time.time()) - 3600)
+    assert (await rail.post("void", stale))[1]["error"] == "void-request-stale"
+    # The payee's void of the same nonce is of its own (payee, nonce): the payer's stands.
+    status, answer = await rail.post("void", sign_void_request(
+        rail.payee, hub_aid=hub_aid, task="task-kept", nonces=nonces))
+    assert status == 200, answer
+    stranger = Identity.create(rail.data.parent / "stranger")
+    status, answer = await rail.post("void", sign_void_request(
+        stranger, hub_aid=hub_aid, task="task-kept", nonces=nonces))
+    assert (status, answer["error"]) == (404, "unknown-agent"), answer
+    async with rail.session.post(f"{rail.hub.http}{FACILITATOR_PATH}/void",
+                                 data=b"{not json") as response:
+        assert response.status == 400
+        assert "void request" in (await response.json())["message"]
+    assert (await rail.settle(payment)).success
+    assert await rail.balances(rail.payer, rail.payee) == (95, 5)

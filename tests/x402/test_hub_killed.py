@@ -30,7 +30,6 @@ from anet_core.node import Node
 from anet_core.protocol.payments import Settlement, verify_settlement
 from anet_hub import admin
 from anet_x402 import plugin as x402_plugin
-from anet_x402 import provider
 from anet_x402.provider import payments_path
 from anet_x402.quotes import Payment, PaymentBook
 from tests.support.nodes import plugins_with, prepare, running_node
@@ -164,13 +163,6 @@ async def network(tmp_path: Path) -> AsyncIterator[Network]:
             yield Network(hub, proxy, Pair(alice, bob), worker)
     finally:
         hub.stop()
-
-
-@pytest.fixture
-def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The payee's settle retries, seconds apart in production, close together here."""
-    monkeypatch.setattr(provider, "SETTLE_RETRY_S", 0.05)
-    monkeypatch.setattr(provider, "UNREACHABLE_RETRY_S", 0.3)
 
 
 async def reached(hold: Hold) -> None:

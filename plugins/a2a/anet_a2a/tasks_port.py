@@ -22,6 +22,7 @@ from anet_core.api import (
     TaskError,
     TaskLayer,
     TaskMetadata,
+    TaskNotCancelable,
     TaskSubscription,
     Verification,
 )
@@ -31,7 +32,6 @@ T = TypeVar("T")
 
 _KINDS = {
     "task-not-found": A2AErrorKind.TASK_NOT_FOUND,
-    "task-not-cancelable": A2AErrorKind.TASK_NOT_CANCELABLE,
     "task-terminal": A2AErrorKind.UNSUPPORTED_OPERATION,
     "task-not-waiting": A2AErrorKind.UNSUPPORTED_OPERATION,
     "not-registered": A2AErrorKind.UNSUPPORTED_OPERATION,
@@ -66,7 +66,8 @@ def a2a_error(aid: str, error: AnetError) -> A2AError:
     """The A2A form of a task-layer refusal; ``anet.reason`` keeps the precise word."""
     if error.reason in {"unknown-agent", "invalid-aid"}:
         return no_such_agent(aid)
-    kind = _KINDS.get(error.reason, A2AErrorKind.INTERNAL_ERROR)
+    kind = A2AErrorKind.TASK_NOT_CANCELABLE if isinstance(error, TaskNotCancelable) \
+        else _KINDS.get(error.reason, A2AErrorKind.INTERNAL_ERROR)
     message = f"{error.message}; {error.hint}" if error.hint else error.message
     return A2AError(kind, message, details={TaskMetadata.REASON: error.reason})
 

@@ -8,6 +8,11 @@ an asset always equals the sum of its credits. A transfer's ``(payer, nonce)`` i
 storage itself: a replayed authorization moves nothing, even with several hub instances on one
 PostgreSQL (docs/payments.md, "The hub as a payment rail").
 
+An authorization is decided once: settled (a transfer) or **void** (its payer withdrew it, as
+its task was canceled). Both are written under the same ``(payer, nonce)``, and the storage
+lets one of them in: a void finds a transfer made before it and loses; a settlement finds a
+void and moves nothing (docs/payments.md, "Cancel and settlement").
+
 Amounts are integers in the asset's smallest unit (``anet_core.protocol.payments``).
 """
 
@@ -89,6 +94,15 @@ class AlreadySettled:
 
 
 @dataclass(frozen=True)
+class Voided:
+    """``(payer, nonce)`` is void (since ``at``, withdrawn for ``task``): nothing moves for it,
+    ever."""
+
+    at: float
+    task: str
+
+
+@dataclass(frozen=True)
 class Insufficient:
     """The payer's balance is below the amount: nothing moved."""
 
@@ -102,7 +116,10 @@ class PayeeFull:
     balance: int
 
 
-SettleOutcome = Settled | AlreadySettled | Insufficient | PayeeFull
+SettleOutcome = Settled | AlreadySettled | Voided | Insufficient | PayeeFull
+VoidOutcome = Voided | AlreadySettled
+Decision = AlreadySettled | Voided
+"""An authorization is decided once: settled (the transfer) or void."""
 
 
 @dataclass(frozen=True)
@@ -121,10 +138,16 @@ class Ledger(Protocol):
         balance would exceed :data:`MAX_BALANCE`."""
 
     async def settle(self, transfer: Transfer) -> SettleOutcome:
-        """Move the amount once: the entry, the debit and the credit in one transaction."""
+        """Move the amount once: the entry, the debit and the credit in one transaction;
+        nothing for a nonce that is void."""
 
-    async def transfer_of(self, payer: str, nonce: str) -> LedgerEntry | None:
-        """The transfer that used ``(payer, nonce)``, if any."""
+    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> VoidOutcome:
+        """Make ``(payer, nonce)`` void, unless it was settled: then that transfer. Voiding
+        again answers the first void."""
+
+    async def decision(self, payer: str, nonce: str) -> Decision | None:
+        """What the ledger decided for ``(payer, nonce)``: its transfer, its void, or nothing
+        yet."""
 
     async def balance(self, aid: str, asset: str) -> int: ...
 

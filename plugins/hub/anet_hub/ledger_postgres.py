@@ -3,8 +3,11 @@
 Each method is one transaction on a pooled connection of
 :class:`anet_hub.postgres.PostgresHubStorage`. Two instances settling the same authorization
 at once insert the same ``(payer, nonce)``: the database lets one in and makes the other wait
-for it, then see its entry (``ON CONFLICT DO NOTHING``), so the amount moves once. Balances are
-locked in AID order before they change, so two transfers in opposite directions never deadlock.
+for it, then see its entry (``ON CONFLICT DO NOTHING``), so the amount moves once. A settlement
+and a void of one nonce write different tables, so each first takes the transaction lock of
+``(payer, nonce)``: the second waits for the first's commit, then reads it (each statement of
+READ COMMITTED sees what committed before it began). Balances are locked in AID order before
+they change, so two transfers in opposite directions never deadlock.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from anet_hub.ledger import (
     AlreadySettled,
     Balance,
     BalanceLimit,
+    Decision,
     EntryKind,
     Insufficient,
     LedgerEntry,
@@ -28,6 +32,8 @@ from anet_hub.ledger import (
     Settled,
     SettleOutcome,
     Transfer,
+    Voided,
+    VoidOutcome,
     entry_from_row,
 )
 
@@ -55,6 +61,13 @@ CREATE TABLE IF NOT EXISTS ledger_balances (
     amount BIGINT NOT NULL CHECK (amount >= 0),
     PRIMARY KEY (aid, asset)
 );
+CREATE TABLE IF NOT EXISTS ledger_voids (
+    payer TEXT COLLATE "C" NOT NULL,
+    nonce TEXT NOT NULL,
+    task TEXT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (payer, nonce)
+);
 """
 
 
@@ -71,6 +84,22 @@ async def _add(conn: asyncpg.Connection, aid: str, asset: str, amount: int) -> N
     await conn.execute("INSERT INTO ledger_balances (aid, asset, amount) VALUES ($1, $2, $3) "
                        "ON CONFLICT (aid, asset) DO UPDATE SET "
                        "amount = ledger_balances.amount + excluded.amount", aid, asset, amount)
+
+
+async def _decide_alone(conn: asyncpg.Connection, payer: str, nonce: str) -> None:
+    """Take the lock of ``(payer, nonce)`` until the transaction ends (a statement of its
+    own: the next one reads what committed while it waited)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                       f"{payer} {nonce}")
+
+
+async def _decision(conn: asyncpg.Connection, payer: str, nonce: str) -> Decision | None:
+    original = await _entry(conn, "payer = $1 AND nonce = $2", payer, nonce)
+    if original is not None:
+        return AlreadySettled(original)
+    row = await conn.fetchrow("SELECT created, task FROM ledger_voids WHERE payer = $1 "
+                              "AND nonce = $2", payer, nonce)
+    return Voided(at=row["created"], task=row["task"]) if row else None
 
 
 class PostgresLedger:
@@ -102,8 +131,12 @@ class PostgresLedger:
     async def settle(self, transfer: Transfer) -> SettleOutcome:
         async def settle(conn: asyncpg.Connection) -> SettleOutcome:
             async with conn.transaction():
-                # First the nonce: a second settlement of it waits here for the first one's
-                # transaction, holding nothing else, then finds its entry.
+                # First the nonce: a second settlement or a void of it waits here for the
+                # first one's transaction, holding nothing else, then finds its row.
+                await _decide_alone(conn, transfer.payer, transfer.nonce)
+                decided = await _decision(conn, transfer.payer, transfer.nonce)
+                if decided is not None:
+                    return decided
                 seq = await conn.fetchval(
                     "INSERT INTO ledger_entries (kind, payer, payee, asset, amount, "
                     "transaction_id, created, nonce, task, authorization_doc, settlement_doc) "
@@ -144,9 +177,22 @@ class PostgresLedger:
         except _Refused as refused:  # the transaction rolled back: the entry is gone
             return refused.outcome
 
-    async def transfer_of(self, payer: str, nonce: str) -> LedgerEntry | None:
-        async def read(conn: asyncpg.Connection) -> LedgerEntry | None:
-            return await _entry(conn, "payer = $1 AND nonce = $2", payer, nonce)
+    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> VoidOutcome:
+        async def void(conn: asyncpg.Connection) -> VoidOutcome:
+            async with conn.transaction():
+                await _decide_alone(conn, payer, nonce)
+                decided = await _decision(conn, payer, nonce)
+                if decided is not None:
+                    return decided
+                await conn.execute("INSERT INTO ledger_voids (payer, nonce, task, created) "
+                                   "VALUES ($1, $2, $3, $4)", payer, nonce, task, now)
+            return Voided(at=now, task=task)
+
+        return await self._run(void)
+
+    async def decision(self, payer: str, nonce: str) -> Decision | None:
+        async def read(conn: asyncpg.Connection) -> Decision | None:
+            return await _decision(conn, payer, nonce)
 
         return await self._run(read)
 

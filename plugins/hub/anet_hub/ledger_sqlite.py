@@ -3,7 +3,7 @@
 Each method is one ``BEGIN IMMEDIATE`` transaction of :class:`anet_hub.sqlite.SqliteHubStorage`
 on its worker thread: SQLite lets one writer in at a time, across processes too (``anet hub
 credit`` while the hub runs), so a debit checks and changes the balance with nothing in
-between.
+between, and a settlement and a void of one nonce each see the other's row or none.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from anet_hub.ledger import (
     AlreadySettled,
     Balance,
     BalanceLimit,
+    Decision,
     EntryKind,
     Insufficient,
     LedgerEntry,
@@ -26,6 +27,8 @@ from anet_hub.ledger import (
     Settled,
     SettleOutcome,
     Transfer,
+    Voided,
+    VoidOutcome,
     entry_from_row,
 )
 
@@ -53,6 +56,13 @@ CREATE TABLE IF NOT EXISTS ledger_balances (
     amount INTEGER NOT NULL CHECK (amount >= 0),
     PRIMARY KEY (aid, asset)
 );
+CREATE TABLE IF NOT EXISTS ledger_voids (
+    payer TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    task TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (payer, nonce)
+) WITHOUT ROWID;
 """
 
 
@@ -77,10 +87,14 @@ def _entry(conn: sqlite3.Connection, seq: int) -> LedgerEntry:
                                        "WHERE seq = ?", (seq,)).fetchone())
 
 
-def _transfer_of(conn: sqlite3.Connection, payer: str, nonce: str) -> LedgerEntry | None:
+def _decision(conn: sqlite3.Connection, payer: str, nonce: str) -> Decision | None:
     row = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE payer = ? "
                        "AND nonce = ?", (payer, nonce)).fetchone()
-    return entry_from_row(row) if row else None
+    if row is not None:
+        return AlreadySettled(entry_from_row(row))
+    row = conn.execute("SELECT created, task FROM ledger_voids WHERE payer = ? AND nonce = ?",
+                       (payer, nonce)).fetchone()
+    return Voided(at=row[0], task=row[1]) if row else None
 
 
 class SqliteLedger:
@@ -104,9 +118,9 @@ class SqliteLedger:
 
     async def settle(self, transfer: Transfer) -> SettleOutcome:
         def settle(conn: sqlite3.Connection) -> SettleOutcome:
-            original = _transfer_of(conn, transfer.payer, transfer.nonce)
-            if original is not None:
-                return AlreadySettled(original)
+            decided = _decision(conn, transfer.payer, transfer.nonce)
+            if decided is not None:
+                return decided
             balance = _balance(conn, transfer.payer, transfer.asset)
             if balance < transfer.amount:
                 return Insufficient(balance)
@@ -128,8 +142,19 @@ class SqliteLedger:
 
         return await self._transact(settle)
 
-    async def transfer_of(self, payer: str, nonce: str) -> LedgerEntry | None:
-        return await self._transact(lambda conn: _transfer_of(conn, payer, nonce))
+    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> VoidOutcome:
+        def void(conn: sqlite3.Connection) -> VoidOutcome:
+            decided = _decision(conn, payer, nonce)
+            if decided is not None:
+                return decided
+            conn.execute("INSERT INTO ledger_voids (payer, nonce, task, created) "
+                         "VALUES (?, ?, ?, ?)", (payer, nonce, task, now))
+            return Voided(at=now, task=task)
+
+        return await self._transact(void)
+
+    async def decision(self, payer: str, nonce: str) -> Decision | None:
+        return await self._transact(lambda conn: _decision(conn, payer, nonce))
 
     async def balance(self, aid: str, asset: str) -> int:
         return await self._transact(lambda conn: _balance(conn, aid, asset))

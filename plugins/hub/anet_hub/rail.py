@@ -49,6 +49,7 @@ from anet_core.protocol.payments import (
     sign_settlement,
     verify_authorization,
     verify_balance_request,
+    verify_void_request,
 )
 from anet_hub.ledger import (
     AlreadySettled,
@@ -57,6 +58,7 @@ from anet_hub.ledger import (
     PayeeFull,
     Settled,
     Transfer,
+    Voided,
 )
 from anet_hub.storage import HubStorage
 
@@ -82,6 +84,7 @@ class RailReason(StrEnum):
     AMOUNT_MISMATCH = "amount_mismatch"
     ASSET_MISMATCH = "asset_mismatch"
     NONCE_ALREADY_USED = "nonce_already_used"
+    AUTHORIZATION_VOIDED = "authorization_voided"
     INSUFFICIENT_FUNDS = "insufficient_funds"
     PAYEE_BALANCE_LIMIT = "payee_balance_limit"
 
@@ -214,6 +217,8 @@ class HubRail:
                     return self._settled(entry)
                 case AlreadySettled(entry):  # a concurrent settlement of the same nonce won
                     raise self._replayed(entry)
+                case Voided() as voided:  # the payer's void won, just now
+                    raise self._voided(authorization.payer, authorization.nonce, voided)
                 case Insufficient(balance):
                     raise self._insufficient(checked, balance)
                 case PayeeFull(balance):
@@ -235,19 +240,47 @@ class HubRail:
     async def balance(self, request: object) -> tuple[str, dict[str, str]]:
         """The AID that signed ``request`` (a balance request) and its balances as decimal
         strings. Raises :class:`PaymentError` (``unknown-agent`` or the request's reason)."""
-        signer = request.get("signer") if isinstance(request, dict) else None
-        history = await self._history(signer) if is_aid(signer) else None
-        if history is None:
-            raise PaymentError("unknown-agent", f"{str(signer)[:80]!r} is not an agent this hub "
-                                                "knows; a node asks for its balance at its home "
-                                                "hub, signed with its own key")
+        history = await self._signer_of(request, "asks for its balance")
         verify_balance_request(request, history, hub_aid=self.identity.aid,
                                now=int(self._clock()))
         balances = await self.storage.ledger.balances(history.aid)
         return history.aid, {item.asset: format_amount(item.amount, item.asset)
                              for item in balances if item.asset in ASSET_DECIMALS}
 
+    # -- voids --------------------------------------------------------------------------------
+
+    async def void(self, request: object) -> tuple[str, str, list[dict[str, Any]]]:
+        """The payer that signed ``request`` (a void request), its task, and per nonce what
+        the ledger decided: ``{"nonce", "outcome": "voided", "at"}``, or ``{"nonce",
+        "outcome": "settled", "transaction", "settlement"}`` when it settled before. Raises
+        :class:`PaymentError` (``unknown-agent`` or the request's reason)."""
+        history = await self._signer_of(request, "voids what it signed")
+        void = verify_void_request(request, history, hub_aid=self.identity.aid,
+                                   now=int(self._clock()))
+        decided = []
+        for nonce in dict.fromkeys(void.nonces):
+            match await self.storage.ledger.void(history.aid, nonce, task=void.task,
+                                                 now=self._clock()):
+                case AlreadySettled(entry):
+                    decided.append({"nonce": nonce, "outcome": "settled",
+                                    "transaction": entry.transaction,
+                                    "settlement": entry.settlement})
+                case Voided(at):
+                    decided.append({"nonce": nonce, "outcome": "voided", "at": at})
+        return history.aid, void.task, decided
+
     # -- the checks ---------------------------------------------------------------------------
+
+    async def _signer_of(self, request: object, does: str) -> VerifiedHistory:
+        """The key history of the agent that says it signed ``request``; :class:`PaymentError`
+        ``unknown-agent`` when this hub knows no such agent."""
+        signer = request.get("signer") if isinstance(request, dict) else None
+        history = await self._history(signer) if is_aid(signer) else None
+        if history is None:
+            raise PaymentError("unknown-agent", f"{str(signer)[:80]!r} is not an agent this hub "
+                                                f"knows; a node {does} at its home hub, signed "
+                                                "with its own key")
+        return history
 
     async def _history(self, aid: str) -> VerifiedHistory | None:
         record = await self.storage.get_agent(aid)
@@ -264,6 +297,13 @@ class HubRail:
                        f"the nonce {original.nonce} of {original.payer} was settled before "
                        f"(transaction {original.transaction}, task {original.task}); nothing "
                        "moved again", original.payer, original=original)
+
+    @staticmethod
+    def _voided(payer: str, nonce: str, voided: Voided) -> Refused:
+        return Refused(RailReason.AUTHORIZATION_VOIDED,
+                       f"the payer {payer} withdrew the authorization {nonce} (task "
+                       f"{voided.task}) at {voided.at:.0f}: its task was canceled; nothing "
+                       "moved", payer)
 
     @staticmethod
     def _insufficient(checked: Checked, balance: int) -> Refused:
@@ -292,9 +332,12 @@ class HubRail:
         nonce = document.get("nonce")
         # Before the window: a payee that lost the answer of its settlement asks again, maybe
         # after the authorization expired, and recovers the settlement.
-        if isinstance(nonce, str) and (original := await self.storage.ledger.transfer_of(
-                history.aid, nonce)) is not None:
-            raise self._replayed(original)
+        decided = await self.storage.ledger.decision(history.aid, nonce) \
+            if isinstance(nonce, str) else None
+        if isinstance(decided, AlreadySettled):
+            raise self._replayed(decided.entry)
+        if isinstance(decided, Voided):
+            raise self._voided(history.aid, str(nonce), decided)
         try:
             authorization = verify_authorization(document, history, now=int(self._clock()))
         except PaymentError as error:

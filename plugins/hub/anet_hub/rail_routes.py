@@ -4,6 +4,7 @@
     POST /x402/verify      {x402Version, paymentPayload, paymentRequirements} → VerifyResponse
     POST /x402/settle      the same body → SettleResponse (extra.settlement: signed by the hub)
     POST /x402/balance     a signed balance request → {"aid", "hub", "balances"}
+    POST /x402/void        a signed void request → {"payer", "hub", "task", "nonces": [...]}
 
 A refusal of a payment is an answer (200, ``isValid``/``success`` false, with the reason); a
 request that is not JSON is a 400 with the same shape. A storage that fails is a 503
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -78,22 +80,38 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
                  answer.transaction or "-", answer.amount or "-")
         return _x402(answer, 200 if parsed else 400)
 
-    async def balance(request: web.Request) -> web.Response:
-        hub_rail = rail(request)
-        parsed, body = await _body(request)
-        if not parsed:
-            return web.json_response({"error": "bad-request", "message": "the request body is "
-                                      "not JSON: send a signed balance request"}, status=400)
-        try:
-            aid, balances = await hub_rail.balance(body)
-        except PaymentError as error:
-            status = 404 if error.reason == "unknown-agent" else 403
-            return web.json_response({"error": error.reason, "message": error.message},
-                                     status=status)
-        return web.json_response({"aid": aid, "hub": hub_rail.identity.aid,
-                                  "balances": balances})
+    def signed(what: str, answer: Callable[[HubRail, object], Awaitable[dict[str, Any]]]
+               ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """A route taking a request the node signed (``what``): the answer, or the refusal of
+        the signature (403) or of an AID the hub does not know (404)."""
+        async def route(request: web.Request) -> web.Response:
+            hub_rail = rail(request)
+            parsed, body = await _body(request)
+            if not parsed:
+                return web.json_response({"error": "bad-request", "message": "the request body "
+                                          f"is not JSON: send a signed {what}"}, status=400)
+            try:
+                return web.json_response(await answer(hub_rail, body))
+            except PaymentError as error:
+                status = 404 if error.reason == "unknown-agent" else 403
+                return web.json_response({"error": error.reason, "message": error.message},
+                                         status=status)
+
+        return route
+
+    async def balance(hub_rail: HubRail, body: object) -> dict[str, Any]:
+        aid, balances = await hub_rail.balance(body)
+        return {"aid": aid, "hub": hub_rail.identity.aid, "balances": balances}
+
+    async def void(hub_rail: HubRail, body: object) -> dict[str, Any]:
+        payer, task, decided = await hub_rail.void(body)
+        log.info("event=rail-void payer=%s task=%s outcomes=%s", payer, task,
+                 ",".join(item["outcome"] for item in decided))
+        return {"payer": payer, "hub": hub_rail.identity.aid, "task": task, "nonces": decided}
 
     app.router.add_get(f"{FACILITATOR_PATH}/supported", storage_errors(supported))
     app.router.add_post(f"{FACILITATOR_PATH}/verify", storage_errors(verify))
     app.router.add_post(f"{FACILITATOR_PATH}/settle", storage_errors(settle))
-    app.router.add_post(f"{FACILITATOR_PATH}/balance", storage_errors(balance))
+    app.router.add_post(f"{FACILITATOR_PATH}/balance",
+                        storage_errors(signed("balance request", balance)))
+    app.router.add_post(f"{FACILITATOR_PATH}/void", storage_errors(signed("void request", void)))

@@ -21,6 +21,7 @@ from anet_core.api import (
 
 if TYPE_CHECKING:
     from anet_core.api import (
+        CancelCheck,
         CardExtension,
         EndingTask,
         InboundTask,
@@ -120,6 +121,13 @@ def anet_requester_answer(node: Node, turn: RequesterTurn) -> TurnHandler | None
     from anet_x402.signer_service import answer_handler
 
     return answer_handler(node, turn)
+
+
+@hookimpl
+def anet_requester_cancel(node: Node, turn: RequesterTurn) -> CancelCheck | None:
+    from anet_x402.signer_service import cancel_check
+
+    return cancel_check(node, turn)
 
 
 @hookimpl

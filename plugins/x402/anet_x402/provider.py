@@ -65,6 +65,8 @@ MODULE = "x402"
 COMPLETED = "TASK_STATE_COMPLETED"
 RETRYABLE = frozenset({"authorization_expired", "rail_unreachable"})
 """Refusals a fresh payment can overcome: answered with a new quote, not a failure."""
+VOIDED = "authorization_voided"
+"""The payer withdrew the payment at the rail as it canceled the task: the task ends canceled."""
 SETTLE_ATTEMPTS = 3
 SETTLE_RETRY_S = 1.0
 UNREACHABLE_RETRY_S = 10.0
@@ -180,7 +182,10 @@ class PaymentDesk:
             message = answer.invalid_message or f"the rail refused the payment: {reason}"
             if reason in RETRYABLE:
                 return self._requote(task, offered, reason, message)
-            return self._failed(task, reason, f"Payment refused: {message}")
+            verdict = self._failed(task, reason, f"Payment refused: {message}")
+            if reason == VOIDED:
+                return GateVerdict(GateAction.CANCEL, verdict.message, verdict.records)
+            return verdict
         self._book.verified(task.task_id, task.peer_aid, requirements, payload)
         log.info("event=payment-verified task=%s payer=%s amount=%s asset=%s", task.task_id,
                  answer.payer, option.amount, option.asset)
@@ -304,6 +309,11 @@ class PaymentDesk:
         await asyncio.gather(*self._retries.values(), return_exceptions=True)
 
     def _settle_failed(self, task: EndingTask, payment: Payment) -> GateVerdict:
+        if payment.error == VOIDED:
+            return GateVerdict(GateAction.CANCEL, {
+                "parts": [{"text": "The requester canceled the task and withdrew its payment; "
+                                   "the result is withheld and nothing was charged."}],
+                "metadata": payment_metadata(payment)})
         return GateVerdict(GateAction.FAIL, {
             "parts": [{"text": f"The payment did not settle ({payment.error}); the result is "
                                "withheld and nothing was charged."}],

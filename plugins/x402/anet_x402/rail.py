@@ -27,7 +27,11 @@ from pydantic import BaseModel, ValidationError
 
 from anet_core.api import AnetError, Identity, ReasonError
 from anet_core.protocol.amounts import PaymentError, rail_hub
-from anet_core.protocol.payments import FACILITATOR_PATH, sign_balance_request
+from anet_core.protocol.payments import (
+    FACILITATOR_PATH,
+    sign_balance_request,
+    sign_void_request,
+)
 from anet_x402.balance_cli import CREDIT_HINT
 
 if TYPE_CHECKING:  # x402's models load at the first request (docs/performance.md, "Idle memory")
@@ -77,6 +81,17 @@ class Balances:
     hub: str
     url: str
     balances: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a hub rail's ledger holds for one authorization a payer voided: void from now on,
+    or settled before the void (``transaction``, and the hub's signed ``settlement``)."""
+
+    nonce: str
+    settled: bool
+    transaction: str = ""
+    settlement: dict[str, Any] | None = None
 
 
 def rail_url(hub_url: str) -> str:
@@ -160,6 +175,28 @@ class RailClient:
             raise self._refusal(status, answer)
         return Balances(aid=str(answer.get("aid")), hub=str(answer.get("hub")), url=self.url,
                         balances={str(asset): str(amount) for asset, amount in balances.items()})
+
+    async def void(self, identity: Identity, *, hub_aid: str, task: str,
+                   nonces: list[str]) -> list[Decision]:
+        """Withdraw ``identity``'s authorizations ``nonces`` for ``task``: the rail's decision
+        on each (docs/payments.md, "Cancel and settlement")."""
+        status, answer = await self._request("POST", "void", sign_void_request(
+            identity, hub_aid=hub_aid, task=task, nonces=nonces))
+        decided = answer.get("nonces") if isinstance(answer, dict) else None
+        if status != 200 or not isinstance(decided, list):
+            raise self._refusal(status, answer)
+        try:
+            decisions = [Decision(nonce=str(item["nonce"]),
+                                  settled=item["outcome"] == "settled",
+                                  transaction=str(item.get("transaction", "")),
+                                  settlement=item.get("settlement")) for item in decided]
+        except (TypeError, KeyError):
+            raise RailError("rail-bad-answer", f"{self.url} answered a void with "
+                                               f"{str(answer)[:200]}") from None
+        if sorted(decision.nonce for decision in decisions) != sorted(set(nonces)):
+            raise RailError("rail-bad-answer", f"{self.url} decided on other authorizations "
+                                               f"than those voided: {str(answer)[:200]}")
+        return decisions
 
     # -- HTTP ---------------------------------------------------------------------------------
 

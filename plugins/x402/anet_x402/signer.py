@@ -26,7 +26,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from anet_core.api import AnetError, Identity, Reason, ReasonError, RequesterTurn, TurnAnswer
+from anet_core.api import (
+    AnetError,
+    CancelVerdict,
+    Identity,
+    Reason,
+    ReasonError,
+    RequesterTurn,
+    TurnAnswer,
+)
 from anet_core.protocol.amounts import (
     RAIL_SCHEME,
     PaymentError,
@@ -36,6 +44,7 @@ from anet_core.protocol.amounts import (
 )
 from anet_core.protocol.payments import sign_authorization
 from anet_x402.extension import PAYMENT_PAYLOAD, PAYMENT_REQUIRED, PAYMENT_STATUS, PaymentState
+from anet_x402.rail import RailClient, RailError
 from anet_x402.signer_credit import Credit
 from anet_x402.spend import PayerBook, Signed
 from anet_x402.tiers import Limits, Tier
@@ -295,6 +304,57 @@ class Signer:
                               f"{ACCEPT_KEY} is not one of the quote's options (copy one "
                               "unchanged from x402.payment.required.accepts)")
         return read_option(offered, task_id=turn.task_id, peer=turn.peer_aid)
+
+    # --- the client's cancel ----------------------------------------------------------------
+
+    async def withdraw(self, turn: RequesterTurn) -> CancelVerdict:
+        """The client cancels the task: each authorization signed for it is voided at its rail
+        first, where the ledger decides once between the void and the payee's settlement
+        (docs/payments.md, "Cancel and settlement"). One settled already refuses the cancel (the
+        task completes with its receipt); a rail that cannot be asked refuses it too, nothing
+        changed. Holding the signing lock, so no payment is signed meanwhile."""
+        async with self._one_at_a_time():
+            signed = self.book.signed_for(turn.task_id)
+            if not signed:
+                return CancelVerdict()
+            nonces = [item.nonce for item in signed]
+            network = signed[-1].payload["accepted"]["network"]
+            url = self.credit.hub_url()
+            try:
+                if not url:
+                    raise RailError("rail-unreachable", "this node has no home hub now, so it "
+                                                        "cannot reach the rail of its payment")
+                async with RailClient(url) as rail:
+                    decisions = await rail.void(self._identity, hub_aid=rail_hub(network),
+                                                task=turn.task_id, nonces=nonces)
+            except RailError as error:
+                log.warning("event=payment-void-failed task=%s reason=%s", turn.task_id,
+                            error.reason)
+                return CancelVerdict(
+                    refused="rail-unreachable",
+                    message=f"task {turn.task_id} is paid, and the payment could not be "
+                            f"withdrawn at its rail ({error.message}); nothing changed: the "
+                            "task goes on",
+                    hint="cancel again once the hub answers (`anet status` shows the link)",
+                    evidence=(("payment.refuse", {"taskId": turn.task_id, "peer": turn.peer_aid,
+                                                  "reason": "rail-unreachable",
+                                                  "nonces": nonces}),))
+        settled = next((decision for decision in decisions if decision.settled), None)
+        record = ("payment.void", {"taskId": turn.task_id, "peer": turn.peer_aid,
+                                   "nonces": nonces, "network": network,
+                                   "outcome": "settled" if settled else "voided",
+                                   **({"transaction": settled.transaction,
+                                       "settlement": settled.settlement} if settled else {})})
+        log.info("event=payment-void task=%s outcome=%s", turn.task_id, record[1]["outcome"])
+        if settled is None:
+            return CancelVerdict(evidence=(record,))
+        return CancelVerdict(
+            refused="payment-settled",
+            message=f"the payment for task {turn.task_id} was settled at {network} before the "
+                    f"cancel (transaction {settled.transaction}): the task completes with its "
+                    "receipt",
+            hint="wait for the task's end (GetTask, SubscribeToTask, `anet task <id>`)",
+            evidence=(record,))
 
     # --- the operator -----------------------------------------------------------------------
 

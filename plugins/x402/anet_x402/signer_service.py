@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from anet_core.api import (
+    CancelCheck,
     CardExtension,
     Node,
     NodeKey,
@@ -85,6 +86,11 @@ def answer_handler(node: Node, turn: RequesterTurn) -> TurnHandler | None:
             not is_payment_answer(turn.message, turn.metadata):
         return None
     return TurnHandler(module=MODULE, run=signer.answer)
+
+
+def cancel_check(node: Node, turn: RequesterTurn) -> CancelCheck | None:
+    signer = node.get(SIGNER)
+    return None if signer is None else CancelCheck(module=MODULE, run=signer.withdraw)
 
 
 def _remote_takes_x402(card: dict[str, Any] | None) -> bool:

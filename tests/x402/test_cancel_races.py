@@ -1,0 +1,266 @@
+"""A cancel racing the payment of a priced task, at each step of it: one decision, on both nodes,
+in the hub's ledger and in the evidence chains (docs/payments.md, "Cancel and settlement").
+
+A real ``anet hub serve`` process; alice (every module, the automatic tier) pays bob, whose
+node (module x402 and a worker that finishes when the test says) reaches the hub through a
+loopback proxy (tests/x402/rail_proxy) that holds one of his rail requests before the hub or
+after the hub answered it. Each test cancels at one step and then checks
+:func:`tests.support.outcomes.assert_one_outcome`: a transfer exists exactly when the task
+completed, with the receipt, on both nodes; otherwise neither completed and nothing moved.
+
+"alice voided, then stopped": the state a payer killed between its void at the rail and the
+commit of its cancel leaves (the void is the rail's; the cancel never happened here); bob's
+node ends the task canceled from what the rail answers, and alice's follows his update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.types import CancelTaskRequest
+from a2a.utils.errors import TaskNotCancelableError
+
+from anet_a2a.state import StateDir
+from anet_core import hookimpl
+from anet_core.node import Node
+from anet_core.plugins import make_plugins
+from anet_core.records import InboundTask, TaskClaim
+from anet_core.tasks import TaskNotCancelable
+from anet_hub import admin
+from anet_x402 import plugin as x402_plugin
+from anet_x402.signer_service import SIGNER
+from tests.support.messages import user_message
+from tests.support.nodes import plugins_with, prepare, running_node
+from tests.support.outcomes import COMPLETED, assert_one_outcome, state_of
+from tests.support.processes import HubProcess, free_port
+from tests.support.waiting import eventually
+from tests.x402.rail_proxy import Hold, Moment, RailProxy
+
+pytestmark = pytest.mark.timeout(120)
+
+SKILL, DEAR = "summarize", "review"
+PRICES = {SKILL: {"amount": "0.05"}, DEAR: {"amount": "5.00"}}
+"""Within alice's automatic tier, and above every tier she has (the operator pays it)."""
+TIERS = {"auto_max": {"USD": "0.10"}}
+HOLD_S = 30.0
+CANCELED = "TASK_STATE_CANCELED"
+WORKING = "TASK_STATE_WORKING"
+INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
+
+
+@dataclass
+class Worker:
+    """Bob's paid work: it starts when the payment verified, and ends when ``finish`` is set."""
+
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    finish: asyncio.Event = field(default_factory=asyncio.Event)
+    served: list[str] = field(default_factory=list)
+
+    @hookimpl
+    def anet_take_task(self, node: Node, task: InboundTask) -> TaskClaim:
+        async def serve(task: InboundTask, responder: Any) -> None:
+            self.served.append(task.task_id)
+            self.started.set()
+            await self.finish.wait()
+            await responder.complete(artifacts=["the summary"])
+
+        return TaskClaim(module="worker", serve=serve)
+
+
+@dataclass
+class Race:
+    hub: HubProcess
+    proxy: RailProxy
+    alice: Node
+    bob: Node
+    worker: Worker
+
+    async def ask(self, skill: str = SKILL) -> str:
+        task = await self.alice.tasks.send(self.bob.aid, user_message("summarize this"),
+                                           skill=skill)
+        return str(task["id"])
+
+    async def at(self, hold: Hold) -> None:
+        await asyncio.wait_for(hold.reached.wait(), HOLD_S)
+
+    async def cancel_refused(self, task_id: str) -> TaskNotCancelable:
+        with pytest.raises(TaskNotCancelable) as refused:
+            await self.alice.tasks.cancel(self.bob.aid, task_id)
+        return refused.value
+
+    async def alice_voided_then_stopped(self, task_id: str) -> None:
+        """What alice's cancel does at the rail, without the cancel's own commit."""
+        turn = self.alice.tasks.requester.turns.turn_of(
+            self.alice.store.get_task(task_id))
+        verdict = await self.alice[SIGNER].withdraw(turn)
+        assert verdict.refused is None, verdict
+
+    async def outcome(self, task_id: str, *, paid: bool) -> None:
+        await assert_one_outcome(self.hub.data, self.alice, self.bob, task_id, paid=paid)
+        assert len(self.worker.served) <= 1
+
+
+@asynccontextmanager
+async def race(root: Path) -> AsyncIterator[Race]:
+    """The hub process, bob through the proxy, alice directly, alice credited 1.00 USD."""
+    hub = HubProcess(root / "hub", free_port())
+    await asyncio.to_thread(hub.start)
+    worker = Worker()
+    try:
+        async with RailProxy(hub.port) as proxy, AsyncExitStack() as stack:
+            prepare(root / "bob", modules={"x402": {"prices": PRICES}},
+                    node={"name": "bob", "skills": [{"id": SKILL, "name": "Summarize"},
+                                                    {"id": DEAR, "name": "Review"}]})
+            prepare(root / "alice", modules={"x402": TIERS})
+            bob = await stack.enter_async_context(running_node(
+                root / "bob", plugins_with(x402_plugin, worker), hub_url=proxy.url))
+            alice = await stack.enter_async_context(running_node(
+                root / "alice", make_plugins(), hub_url=hub.url))
+            bob.tasks.trust(alice.aid)
+            await asyncio.to_thread(admin.credit, hub.data, alice.aid, "1.00", "USD")
+            await alice[SIGNER].credit.refresh()
+            try:
+                yield Race(hub, proxy, alice, bob, worker)
+            finally:
+                worker.finish.set()
+    finally:
+        hub.stop()
+
+
+async def test_a_cancel_before_any_payment_voids_nothing_and_moves_nothing(
+        tmp_path: Path) -> None:
+    async with race(tmp_path) as net:
+        task_id = await net.ask(DEAR)  # above every tier: it waits for the operator
+        await eventually(lambda: net.alice.tasks.get(None, task_id)["metadata"].get(
+            "anet.reason") == "payment_extension_not_activated", "the quote held at alice")
+        canceled = await net.alice.tasks.cancel(net.bob.aid, task_id)
+        assert canceled["status"]["state"] == CANCELED
+        await net.outcome(task_id, paid=False)
+        assert net.worker.served == []
+
+
+async def test_a_cancel_with_the_verify_in_flight_voids_the_payment(tmp_path: Path) -> None:
+    async with race(tmp_path) as net:
+        hold = net.proxy.hold("verify", Moment.BEFORE_HUB)
+        task_id = await net.ask()
+        await net.at(hold)
+        canceled = await net.alice.tasks.cancel(net.bob.aid, task_id)
+        assert canceled["status"]["state"] == CANCELED
+        hold.release(pass_on=True)  # the hub refuses it: voided
+        await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+        await net.outcome(task_id, paid=False)
+        assert net.worker.served == []
+
+
+async def test_a_cancel_while_the_work_runs_voids_the_payment(tmp_path: Path) -> None:
+    async with race(tmp_path) as net:
+        task_id = await net.ask()
+        await asyncio.wait_for(net.worker.started.wait(), HOLD_S)
+        await net.alice.tasks.cancel(net.bob.aid, task_id)
+        await eventually(lambda: state_of(net.bob, task_id) == CANCELED, "bob stopped")
+        net.worker.finish.set()  # the work's end comes after the cancel: nothing settles
+        await net.outcome(task_id, paid=False)
+
+
+async def test_a_cancel_with_the_settle_held_before_the_hub_wins(tmp_path: Path) -> None:
+    """The first race of the issue: the payee's settle is on its way, the hub has not seen it;
+    the payer voids the payment, the settle that arrives after moves nothing."""
+    async with race(tmp_path) as net:
+        hold = net.proxy.hold("settle", Moment.BEFORE_HUB)
+        task_id = await net.ask()
+        net.worker.finish.set()
+        await net.at(hold)
+        canceled = await net.alice.tasks.cancel(net.bob.aid, task_id)
+        assert canceled["status"]["state"] == CANCELED
+        await eventually(lambda: state_of(net.bob, task_id) == CANCELED, "bob stopped")
+        hold.release(pass_on=True)
+        await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+        await net.outcome(task_id, paid=False)
+
+
+async def test_a_cancel_after_the_hub_settled_is_refused_and_the_task_completes(
+        tmp_path: Path, quick_retries: None) -> None:
+    """The second race of the issue: the hub moved the money and its answer has not reached
+    the payee. The cancel is refused (TaskNotCancelableError, ``payment-settled``: through
+    the official a2a-sdk client, and on the HTTP+JSON binding); the payee's retry gets the
+    original settlement, and the task completes with the receipt on both nodes."""
+    async with race(tmp_path) as net:
+        hold = net.proxy.hold("settle", Moment.AFTER_HUB)
+        task_id = await net.ask()
+        net.worker.finish.set()
+        await net.at(hold)
+        endpoint = StateDir.of(net.alice.paths)
+        address = endpoint.address_file.read_text().strip()
+        headers = {"Authorization": f"Bearer {endpoint.token_file.read_text().strip()}"}
+        agent_url = f"http://{address}/a2a/v1/agents/{net.bob.aid}"
+        async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+            client = await ClientFactory(ClientConfig(
+                httpx_client=http, supported_protocol_bindings=["JSONRPC"])
+            ).create_from_url(agent_url)
+            with pytest.raises(TaskNotCancelableError) as refused:
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+            await client.close()
+            rest = await http.post(f"{agent_url}/rest/tasks/{task_id}:cancel",
+                                   headers={"A2A-Version": "1.0"})
+        assert refused.value.data["anet.reason"] == "payment-settled", refused.value.data
+        assert "completes with its receipt" in str(refused.value.message)
+        # A2A 1.0.1 and the official a2a-sdk answer FAILED_PRECONDITION as 400 (1.0.0: 409).
+        assert (rest.status_code, rest.json()["error"]["status"]) == (400, "FAILED_PRECONDITION")
+        assert rest.json()["error"]["details"][0]["metadata"]["anet.reason"] == "payment-settled"
+        assert net.alice.tasks.get(None, task_id)["status"]["state"] == WORKING
+        hold.release()  # the answer is lost; bob's next attempt recovers the settlement
+        await net.outcome(task_id, paid=True)
+
+
+async def test_a_cancel_after_the_task_completed_is_refused(tmp_path: Path) -> None:
+    async with race(tmp_path) as net:
+        task_id = await net.ask()
+        net.worker.finish.set()
+        await eventually(lambda: state_of(net.alice, task_id) == COMPLETED, "paid and done")
+        refused = await net.cancel_refused(task_id)
+        assert refused.reason == "task-not-cancelable"
+        await net.outcome(task_id, paid=True)
+
+
+async def test_a_void_whose_cancel_never_left_ends_the_task_at_the_payees_settle(
+        tmp_path: Path) -> None:
+    """alice voided, then stopped, with bob's settle held before the hub: the rail refuses
+    it (``authorization_voided``), bob ends the task canceled, and alice's task follows."""
+    async with race(tmp_path) as net:
+        hold = net.proxy.hold("settle", Moment.BEFORE_HUB)
+        task_id = await net.ask()
+        net.worker.finish.set()
+        await net.at(hold)
+        await net.alice_voided_then_stopped(task_id)
+        hold.release(pass_on=True)
+        await eventually(lambda: state_of(net.alice, task_id) == CANCELED,
+                         "alice's task canceled by bob's update")
+        received = net.bob.tasks.received(task_id)
+        assert received is not None
+        metadata = received["status"]["message"]["metadata"]
+        assert metadata["x402.payment.error"] == "authorization_voided"
+        assert received["metadata"]["anet.reason"] == "canceled_by_requester"
+        assert "artifacts" not in received
+        await net.outcome(task_id, paid=False)
+
+
+async def test_a_void_whose_cancel_never_left_ends_the_task_at_the_payees_verify(
+        tmp_path: Path) -> None:
+    async with race(tmp_path) as net:
+        hold = net.proxy.hold("verify", Moment.BEFORE_HUB)
+        task_id = await net.ask()
+        await net.at(hold)
+        await net.alice_voided_then_stopped(task_id)
+        hold.release(pass_on=True)
+        await eventually(lambda: state_of(net.alice, task_id) == CANCELED,
+                         "alice's task canceled by bob's update")
+        await net.outcome(task_id, paid=False)
+        assert net.worker.served == []
