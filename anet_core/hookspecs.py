@@ -189,15 +189,18 @@ def anet_task_gate(node: Node, task: InboundTask) -> TaskGate | None:
 
     Called by the task layer inside the transaction that receives the message (so no I/O), in
     hook order, stopping at the first non-None result: for each new network or local task the
-    policy does not close, before ``anet_take_task``; and for each answer on a task that waits
-    for input and that no module serves at this moment (``task.continued`` True,
-    ``task.question`` the status message it answers). None lets the task go on as usual. A
-    :class:`TaskGate` gives its :class:`GateVerdict` at once (``verdict``) or through ``check``,
-    awaited after the commit. PASS hands the task on, with its first message and request
-    metadata, to ``anet_take_task`` or the inbox (the trust rule of ``anet_take_task`` applies
-    then), and the task's end is offered to ``anet_task_ending``; HOLD makes it wait for input
-    with the verdict's message; FAIL ends it. An answer the daemon received but had not decided
-    when it stopped is offered again when the node takes tasks again.
+    policy does not refuse (a stranger's task under ``trusted`` that no module would claim is
+    refused first, and hears nothing of the gate), before ``anet_take_task``; and for each
+    answer on a task that waits for input and that no module serves at this moment
+    (``task.continued`` True, ``task.question`` the status message it answers). None lets the
+    task go on as usual. A :class:`TaskGate` gives its :class:`GateVerdict` at once
+    (``verdict``) or through ``check``, awaited after the commit. PASS hands the task on, with
+    its first message and request metadata, to ``anet_take_task`` or the inbox (the trust rule
+    of ``anet_take_task`` applies then), and the task's end is offered to
+    ``anet_task_ending``; HOLD makes it wait for input with the verdict's message; FAIL ends
+    it; CANCEL ends it canceled (the requester withdrew what the gate waited for). An answer
+    the daemon received but had not decided when it stopped is offered again when the node
+    takes tasks again.
 
     Example::
 
@@ -227,9 +230,11 @@ def anet_task_ending(node: Node, task: EndingTask) -> TaskGate | None:
     from the requester's cancel; ``task.gate`` names the module whose gate admitted it. The
     core awaits the gate's ``check`` (or takes its ``verdict``): PASS commits the end, with the
     verdict message's metadata joined to the final status message; FAIL ends the task as
-    failed instead, artifacts withheld; HOLD defers the end (the task stays as it is) until the
-    module gives it again with ``node.tasks.end_received``. A failing check ends the task as
-    failed. Module x402 settles the payment here and adds the receipts.
+    failed instead, artifacts withheld; CANCEL ends it canceled (``canceled_by_requester``),
+    artifacts withheld; HOLD defers the end (the task stays as it is) until the module gives it
+    again with ``node.tasks.end_received``. A failing check ends the task as failed. Module
+    x402 settles the payment here and adds the receipts (and ends the task canceled when the
+    rail answers that the payer voided the payment).
 
     Example::
 

@@ -6,7 +6,6 @@ by the daemon only; the daemon is reached only through them).
 from __future__ import annotations
 
 import argparse
-import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 # What the commands need of the wire models, the protocol and identities (pydantic,
 # libsodium) is imported where they run: `anet --help` loads none of it.
 
-WAIT_POLL_S = 0.2
 DEFAULT_WAIT_S = 300.0
 
 
@@ -89,10 +87,7 @@ def _run_send(args: argparse.Namespace, ctx: CliContext) -> int:
 
     task = ctx.daemon.post("/tasks/send", {"aid": check_aid(args.aid), "text": args.text})
     if args.wait:
-        deadline = time.monotonic() + args.timeout
-        while not _state(task).is_settled and time.monotonic() < deadline:
-            time.sleep(WAIT_POLL_S)
-            task = ctx.daemon.get(f"/tasks/task/{task['id']}")
+        task = ctx.daemon.settled_task(task["id"], timeout_s=args.timeout)
     if args.json:
         ctx.print_json(task)
     else:

@@ -98,19 +98,24 @@ def _invocations(command: CliCommand) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    as_json = False
     try:
         settings = Settings()
         ctx = CliContext(settings=settings, plugins=make_plugins(disabled=settings.disabled))
         argv = sys.argv[1:] if argv is None else argv
         parser = build_parser(_commands(ctx), argv)
         args = parser.parse_args(argv)
+        as_json = getattr(args, "json", False) is True
         command: CliCommand | None = getattr(args, "_command", None)
         if command is None:
             getattr(args, "_parser", parser).print_help()
             return 2
         return command.run(args, ctx)
     except AnetError as error:
-        print(error.render(), file=sys.stderr)
+        if as_json:  # a script asked for JSON: the refusal is JSON too, on standard output
+            CliContext.print_json(error.as_dict())
+        else:
+            print(error.render(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

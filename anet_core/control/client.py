@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 NOT_RUNNING_HINT = "start it with `anet up`"
 UNREACHABLE_HINT = "see the log with `tail logs/anetd.log` in the data directory"
+SETTLED_POLL_S = 0.2
+"""How often :meth:`ControlClient.settled_task` asks while a task is on its way."""
 EVENT_KEEPALIVE_S = 15.0
 """How often the daemon writes a comment on an idle event stream (``: keep-alive``), so that
 both ends notice a connection that died."""
@@ -98,6 +100,21 @@ class ControlClient:
 
     def post(self, path: str, body: Any = None) -> Any:
         return self.request("POST", path, {} if body is None else body)
+
+    def settled_task(self, task_id: str, *, timeout_s: float) -> dict[str, Any]:
+        """The task this node sent once it ended or asks for input, or as it is when
+        ``timeout_s`` ran out (``anet send --wait``, ``anet pay``)."""
+        import time
+
+        from anet_core.wire import TaskState
+
+        deadline = time.monotonic() + timeout_s
+        task: dict[str, Any] = self.get(f"/tasks/task/{task_id}")
+        while not TaskState(task["status"]["state"]).is_settled \
+                and time.monotonic() < deadline:
+            time.sleep(SETTLED_POLL_S)
+            task = self.get(f"/tasks/task/{task_id}")
+        return task
 
 
 class AsyncControlClient:

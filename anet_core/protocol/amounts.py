@@ -58,8 +58,7 @@ def parse_amount(text: object, asset: str) -> int:
                                           f"string; write it like \"0.05\"")
     value = Decimal(text)
     if value <= 0:
-        raise PaymentError("not-a-price", f"the amount {text!r} is not positive; a skill that "
-                                          "costs nothing needs no price")
+        raise PaymentError("not-a-price", f"the amount {text!r} is not positive")
     atomic = value.scaleb(decimals)
     if atomic != atomic.to_integral_value():
         raise PaymentError("too-many-decimals", f"the amount {text!r} has more decimals than "

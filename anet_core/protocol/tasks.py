@@ -13,7 +13,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, field_validator
 
 from anet_core.wire import Artifact, Message, TaskState, TaskStatus
 
@@ -44,6 +44,11 @@ class Reason(StrEnum):
     RAIL_NOT_PAYABLE = "rail_not_payable"
     NEEDS_OPERATOR_APPROVAL = "needs_operator_approval"
     PAYMENT_EXTENSION_NOT_ACTIVATED = "payment_extension_not_activated"
+
+
+ReasonWord = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+"""An ``anet.reason`` on the wire: a :class:`Reason`, or a word of the same form that a newer
+peer knows and this node does not, kept and shown as it came. Only a malformed one is refused."""
 
 
 ANY_SKILL = "*"
@@ -192,7 +197,7 @@ class TaskUpdate(_Body):
     artifact_chunks: list[ArtifactChunk] = Field(default_factory=list, alias="artifactChunks")
     artifacts: list[dict[str, Any]] | None = None
     receipt: dict[str, Any] | None = None
-    reason: Reason | None = None
+    reason: ReasonWord | None = None
     message_reply: bool | None = Field(default=None, alias="messageReply")
     """Terminal ``TASK_STATE_COMPLETED`` only: the agent answered with a Message, not a Task;
     ``status.message`` is that Message."""

@@ -97,15 +97,16 @@ def add_to_history(task: dict[str, Any], message: dict[str, Any]) -> None:
         history.append(message)
 
 
-def set_meta(task: dict[str, Any], *, reason: Reason | None | bool = False,
+def set_meta(task: dict[str, Any], *, reason: Reason | str | None | bool = False,
              effect: EffectStatus | None = None, state_seq: int | None = None,
              receipt_verified: bool | None = None) -> None:
-    """Set the anet.* metadata keys given; ``reason=None`` removes anet.reason."""
+    """Set the anet.* metadata keys given; ``reason=None`` removes anet.reason (a provider's
+    reason this node does not know is kept as the word it is: ``ReasonWord``)."""
     metadata = task.setdefault("metadata", {})
     if reason is None:
         metadata.pop(TaskMetadata.REASON, None)
     elif reason is not False:
-        metadata[TaskMetadata.REASON] = Reason(reason).value
+        metadata[TaskMetadata.REASON] = str(reason)
     if effect is not None:
         metadata[TaskMetadata.EFFECT_STATUS] = effect.value
     if state_seq is not None:

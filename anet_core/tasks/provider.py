@@ -24,7 +24,8 @@ A module's gate (``anet_task_gate``; module x402 charges for skills with it) can
 before any module or the inbox sees it: it waits for input (a quote) until the gate passes it on
 with its first message, or fails it; the end of a task a gate passed is offered to that gate
 first (``anet_task_ending``: the payment settles). An answer whose check a stop interrupted is
-checked again when the node takes tasks again (``tasks/gates.py``).
+checked again when the node takes tasks again (``tasks/gates.py``). A stranger's task under
+``trusted`` that no module would serve is rejected before any gate: it hears no quote.
 """
 
 from __future__ import annotations
@@ -157,7 +158,11 @@ class Provider:
                               trusted=trusted, skill=body.skill, message=body.message,
                               metadata=body.metadata, origin=origin,
                               blocking=bool(body.blocking))
-        gate = None if policy is InboundPolicy.CLOSED or not offer else self._gates.gate(inbound)
+        # A gate's hold tells the requester something (module x402: prices and rails): never
+        # to a stranger the policy refuses, whom no module would serve.
+        refused = policy is InboundPolicy.CLOSED or not offer or (
+            policy is InboundPolicy.TRUSTED and not trusted and self._claim(inbound) is None)
+        gate = None if refused else self._gates.gate(inbound)
         if gate is not None:
             if body.metadata:
                 task["metadata"][GATE_REQUEST] = body.metadata

@@ -244,7 +244,19 @@ async def _no_authorization(rail: Rail) -> tuple[dict[str, Any], str]:
     return payment, "authorization"
 
 
+async def _request_version_3(rail: Rail) -> tuple[dict[str, Any], str]:
+    return pay(rail.payer, rail.quote()) | {"x402Version": 3}, "x402Version 3"
+
+
+async def _request_version_missing(rail: Rail) -> tuple[dict[str, Any], str]:
+    payment = pay(rail.payer, rail.quote())
+    del payment["x402Version"]
+    return payment, "x402Version None"
+
+
 @pytest.mark.parametrize(("breaker", "reason"), [
+    (_request_version_3, "invalid_x402_version"),
+    (_request_version_missing, "invalid_x402_version"),
     (_expired, "authorization_expired"), (_insufficient, "insufficient_funds"),
     (_wrong_payee, "recipient_mismatch"), (_another_task, "task_mismatch"),
     (_wrong_amount, "amount_mismatch"), (_wrong_asset, "asset_mismatch"),
@@ -302,6 +314,10 @@ async def test_a_balance_is_told_only_to_its_owner(rail: Rail) -> None:
     stranger = Identity.create(rail.data.parent / "stranger")
     status, answer = await rail.post("balance", sign_balance_request(stranger, hub_aid=hub_aid))
     assert (status, answer["error"]) == (404, "unknown-agent") and stranger.aid in answer["message"]
+    for nothing in ({}, [], "x"):
+        status, answer = await rail.post("balance", nothing)
+        assert (status, answer["error"]) == (400, "bad-request"), answer
+        assert "no signer" in answer["message"]
 
 
 def nonce_of(payment: dict[str, Any]) -> str:
@@ -371,4 +387,26 @@ async def test_only_the_payer_voids_its_authorizations(rail: Rail) -> None:
         assert response.status == 400
         assert "void request" in (await response.json())["message"]
     assert (await rail.settle(payment)).success
+    assert await rail.balances(rail.payer, rail.payee) == (95, 5)
+
+
+@pytest.mark.parametrize("version", [2, 1])
+async def test_the_official_x402_facilitator_client_verifies_and_settles(rail: Rail,
+                                                                        version: int) -> None:
+    """The ``x402`` package's own HTTP facilitator client against the hub's rail, its models
+    unchanged, both payload generations: the hub is an x402 facilitator, not a look-alike."""
+    from x402.http import FacilitatorConfig, HTTPFacilitatorClient
+    from x402.schemas import parse_payment_payload, parse_payment_requirements
+
+    payment = pay(rail.payer, rail.quote(5, task=f"task-v{version}"), version=version)
+    payload = parse_payment_payload(payment["paymentPayload"])
+    requirements = parse_payment_requirements(version, payment["paymentRequirements"])
+    async with HTTPFacilitatorClient(
+            FacilitatorConfig(url=f"{rail.hub.http}{FACILITATOR_PATH}")) as client:
+        verified = await client.verify(payload, requirements)
+        assert verified.is_valid, verified
+        settled = await client.settle(payload, requirements)
+        assert settled.success and settled.transaction.startswith("anet-tx-"), settled
+        again = await client.settle(payload, requirements)
+    assert (again.success, again.error_reason) == (False, "nonce_already_used")
     assert await rail.balances(rail.payer, rail.payee) == (95, 5)

@@ -75,6 +75,7 @@ async def test_bad_credit_names_the_value_and_credits_nothing(hub: RunningHub, n
             await asyncio.to_thread(admin.credit, data, alice, amount, asset)
         assert bad.value.reason == reason, (amount, bad.value)
         assert repr(amount) in bad.value.message or asset in bad.value.message, bad.value.message
+        assert "skill" not in bad.value.message, bad.value.message  # a credit is no price
     totals = await assert_ledger_conserved_async(data)
     assert totals.entries == []
 

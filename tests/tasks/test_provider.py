@@ -251,3 +251,33 @@ async def test_a_keep_alive_only_touches_the_senders_waiting_tasks(tmp_path: Pat
         await eventually(lambda: state(a, task["id"]) == COMPLETED)
         assert await b.tasks.alive.send() == 0
         assert TaskState(state(a, task["id"])) is TaskState.TASK_STATE_COMPLETED
+
+
+async def test_a_reason_from_a_newer_provider_is_kept_and_a_malformed_one_refused(
+        tmp_path: Path, hub: FakeHub) -> None:
+    """A provider's ``anet.reason`` this node does not know (a newer version's) is shown as it
+    came; an update whose reason is no word of that form is refused, and changes nothing."""
+    from anet_core.protocol.envelope import seal
+    from anet_core.protocol.tasks import TaskUpdate, wire_body
+
+    async with open_node(tmp_path / "a", hub) as a, open_node(tmp_path / "b", hub) as b:
+        b.tasks.trust(a.aid)
+        task = await a.tasks.send(b.aid, user_message("wait", "m-1"))
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 1)
+
+        async def update(seq: int, reason: str) -> None:
+            body = wire_body(TaskUpdate(task_id=task["id"], context_id=task["contextId"],
+                                        state_seq=seq, status={"state": "TASK_STATE_WORKING"}))
+            await b.hub.send(seal(b.identity, a.aid, a.identity.encryption_public_key,
+                                  body | {"reason": reason}))
+
+        await update(2, "waiting_for_a_gpu")
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"].get("anet.reason")
+                         == "waiting_for_a_gpu", "the newer reason shown")
+        for seq, malformed in enumerate(["Waiting For A GPU", "x" * 65, "7th"], start=3):
+            await update(seq, malformed)
+        await update(3, "queued_for_operator")  # the same stateSeq, well-formed: taken
+        await eventually(lambda: a.tasks.get(None, task["id"])["metadata"]["anet.state_seq"] == 3)
+        shown = a.tasks.get(None, task["id"])
+    assert shown["metadata"]["anet.reason"] == "queued_for_operator"
+    assert shown["status"]["state"] == "TASK_STATE_WORKING"

@@ -76,6 +76,11 @@ async def test_the_doctor_reports_the_tiers_the_credit_and_todays_spend(tmp_path
         await eventually(lambda: pair.task(task["id"])["status"]["state"]
                          == "TASK_STATE_COMPLETED", "paid")
         doctor = NodeDir(tmp_path / "alice").json("doctor", "x402-tiers", "x402-credit")
+        payee = NodeDir(tmp_path / "bob").json("doctor", "x402-tiers")
+    # bob only charges: no tier to warn about.
+    [bob_tiers] = payee["checks"]
+    assert (bob_tiers["status"], payee["ok"]) == ("ok", True), bob_tiers
+    assert "charges for its skills" in bob_tiers["summary"]
     checks = {check["name"]: check for check in doctor["checks"]}
     assert doctor["ok"] is True
     assert checks["x402-tiers"]["status"] == "ok"

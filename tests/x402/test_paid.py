@@ -7,12 +7,14 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from anet_core.evidence import verify
 from anet_core.protocol.payments import verify_settlement
 from anet_hub import admin
+from anet_x402.provider import add_receipt
 from tests.support.hubs import RunningHub
 from tests.support.payments import assert_ledger_conserved, ledger_totals
 from tests.support.waiting import eventually
@@ -232,11 +234,16 @@ async def test_an_unreachable_rail_at_settlement_defers_the_end_until_it_answers
         again = await RunningHub(hub.config, port=hub.port).start()
         try:
             await eventually(lambda: pair.state(task["id"]) == COMPLETED, "completed", 90)
-            receipts = pair.status_metadata(task["id"])["x402.payment.receipts"]
-            assert [receipt["success"] for receipt in receipts][-1] is True
-            assert receipts[0] == {"success": False, "errorReason": "rail_unreachable",
-                                   "errorMessage": receipts[0]["errorMessage"],
-                                   "transaction": "", "network": receipts[0]["network"]}
+            unreachable, settled = pair.status_metadata(task["id"])["x402.payment.receipts"]
+            assert settled["success"] is True
+            attempts = unreachable["extra"]["attempts"]
+            assert unreachable == {
+                "success": False, "errorReason": "rail_unreachable",
+                "errorMessage": unreachable["errorMessage"], "transaction": "",
+                "network": unreachable["network"],
+                "extra": {"attempts": attempts,
+                          "firstAttemptAt": unreachable["extra"]["firstAttemptAt"],
+                          "lastAttemptAt": unreachable["extra"]["lastAttemptAt"]}}
         finally:
             await again.stop()
     totals = assert_ledger_conserved(hub.config.data_dir)
@@ -257,3 +264,22 @@ async def test_an_expired_authorization_is_quoted_again(tmp_path: Path, hub: Run
         assert "authorization_expired" in required["error"]
         assert required["accepts"] == [option]
     assert ledger_totals(hub.config.data_dir).transfers == []
+
+
+def test_a_rail_that_stays_unreachable_keeps_one_receipt_with_its_count() -> None:
+    """A task waiting on a rail that is down tries again every 10 s: its receipts stay one per
+    run of misses (the count, the first and the last time), not one a try."""
+    missed = {"success": False, "errorReason": "rail_unreachable", "transaction": "",
+              "network": "anet:h", "errorMessage": "the rail did not answer"}
+    receipts: list[dict[str, Any]] = []
+    appended = [add_receipt(receipts, missed, now=1000 + 10 * n) for n in range(8640 * 4)]
+    assert appended == [True] + [False] * (8640 * 4 - 1)
+    assert receipts == [missed | {"extra": {"attempts": 8640 * 4, "firstAttemptAt": 1000,
+                                            "lastAttemptAt": 1000 + 10 * (8640 * 4 - 1)}}]
+    refused = {"success": False, "errorReason": "authorization_expired", "transaction": "",
+               "network": "anet:h"}
+    assert add_receipt(receipts, refused, now=2_000_000)
+    assert add_receipt(receipts, missed, now=2_000_010)
+    assert [receipt["errorReason"] for receipt in receipts] == [
+        "rail_unreachable", "authorization_expired", "rail_unreachable"]
+    assert receipts[-1]["extra"]["attempts"] == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from pathlib import Path
 
 import httpx
@@ -173,6 +174,21 @@ async def test_a_rail_without_credit_is_refused(chain: Chain) -> None:
     assert chain.payments_at_bob(task.id) == [] and chain.authorizations() == []
 
 
+async def test_above_the_agent_tier_with_too_little_credit_the_operator_decides(
+        tmp_path: Path) -> None:
+    """The limits come first: a payment above the agent's tier waits for the operator
+    (needs_operator_approval), whatever the credit; the credit is the operator's concern."""
+    async with paying_chain(tmp_path) as chain:
+        await chain.credit("1.00")
+        task = await quoted(chain, "d", "review")  # 2.00 USD: above agent_max, above the credit
+        held = await submit(chain, task)
+        assert held.status.state == WAITING
+        assert metadata_of(held)["anet.reason"] == "needs_operator_approval"
+        assert status_metadata(held)[STATUS] == "payment-required"
+        assert chain.authorizations() == []
+    assert_ledger_conserved(tmp_path / "hub")
+
+
 async def test_above_the_agent_tier_the_operator_pays_with_anet_pay(chain: Chain) -> None:
     task = await quoted(chain, "e", "review")
     assert task.status.state == WAITING
@@ -185,13 +201,18 @@ async def test_above_the_agent_tier_the_operator_pays_with_anet_pay(chain: Chain
                                     check=False)
     assert wrong.returncode != 0 and "no option 3" in wrong.stderr
     assert chain.authorizations() == []
+    unasked = await asyncio.to_thread(chain.anet, "pay", task.id, "--json", check=False)
+    assert unasked.returncode == 1 and json.loads(unasked.stdout)["error"] == "confirmation-needed"
     paid = await asyncio.to_thread(chain.anet, "pay", task.id, "--yes")
-    assert "Paid 2.00 USD" in paid.stdout
-    await eventually(lambda: _state(chain, task.id) == COMPLETED)
+    # It waits for the outcome: the work done and the payment settled.
+    assert "Paid 2.00 USD" in paid.stdout and "the task is completed." in paid.stdout, paid.stdout
+    assert _state(chain, task.id) == COMPLETED
     assert transfers(chain) == [(chain.alice.aid, chain.bob.aid, 200)]
     assert [row["tier"] for row in chain.authorizations()] == ["operator"]
     again = await asyncio.to_thread(chain.anet, "pay", task.id, "--yes", check=False)
     assert again.returncode != 0 and "waits for no payment" in again.stderr
+    as_json = await asyncio.to_thread(chain.anet, "pay", task.id, "--yes", "--json", check=False)
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["error"] == "no-quote"
     await eventually(lambda: "payment.authorize" in chain.evidence_kinds(), "the record")
     assert chain.evidence_kinds().count("payment.authorize") == 1
 

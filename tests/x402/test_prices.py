@@ -37,3 +37,16 @@ def test_a_rail_url_that_is_not_http_is_refused_naming_it() -> None:
     with pytest.raises(ValidationError) as refused:
         X402Config.model_validate({"rail_urls": {OTHER: "ws://127.0.0.1:8765"}})
     assert "'ws://127.0.0.1:8765'" in str(refused.value) and OTHER in str(refused.value)
+
+
+@pytest.mark.parametrize(("block", "named", "fix"), [
+    ({"prices": {"s": {"amount": "0"}}}, "'0'", "a skill that costs nothing needs no price"),
+    ({"prices": {"s": {"amount": "0.001"}}}, "'0.001'", "more decimals than USD"),
+    ({"auto_max": {"USD": "0.00"}}, "USD: the amount '0.00'", "leave the asset out"),
+    ({"agent_max": {"EUR": "-1"}}, "EUR: the amount '-1'", "positive decimal string"),
+])
+def test_a_zero_or_bad_amount_is_refused_naming_it_and_the_fix(block: dict[str, object],
+                                                                named: str, fix: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        X402Config.model_validate(block)
+    assert named in str(refused.value) and fix in str(refused.value), str(refused.value)

@@ -3,12 +3,15 @@ real hub and two real nodes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from anet_core import hookimpl
 from anet_core.evidence import verify
 from anet_core.protocol.amounts import rail_network
+from anet_core.records import TaskClaim
 from tests.support.hubs import RunningHub
 from tests.support.waiting import eventually
 from tests.x402.payee import SKILL, Pair, alice_and_bob, payment, quote_of, submitted
@@ -120,3 +123,39 @@ async def test_a_price_under_star_prices_every_other_task_and_the_card_says_paid
             assert [option["amount"] for option in required["accepts"]] == ["20"]
             assert required["resource"]["url"] == f"anet:{pair.bob.aid}#{skill or '*'}"
         assert pair.bob.tasks.inbox() == []
+
+
+class ServesStrangers:
+    """A module that would serve anyone's task for the priced skill (and is never reached
+    here: the task waits for its payment)."""
+
+    @hookimpl
+    def anet_take_task(self, node, task):  # type: ignore[no-untyped-def]
+        if task.skill != SKILL:
+            return None
+
+        async def serve(task, responder):  # type: ignore[no-untyped-def]
+            await responder.complete(artifacts=["served"])
+
+        return TaskClaim(module="open-door", serve=serve)
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["no-module-serves", "a-module-serves"])
+async def test_a_stranger_the_policy_refuses_is_not_quoted(tmp_path: Path, hub: RunningHub,
+                                                           served: bool) -> None:
+    """Under ``trusted``, a stranger's task for a priced skill is quoted only when a module
+    would serve it; otherwise it is rejected ``not_trusted`` and sees no price, no rail."""
+    async with alice_and_bob(tmp_path, hub.url,
+                             worker=ServesStrangers() if served else None) as pair:
+        pair.bob.tasks.distrust(pair.alice.aid)
+        task = await pair.ask()
+        await eventually(lambda: pair.state(task["id"]) != "TASK_STATE_SUBMITTED", "answered")
+        shown = pair.task(task["id"])
+        received = pair.bob.tasks.received(task["id"])
+    if served:
+        assert shown["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert "x402.payment.required" in shown["status"]["message"]["metadata"]
+        return
+    assert shown["status"]["state"] == "TASK_STATE_REJECTED"
+    assert shown["metadata"]["anet.reason"] == "not_trusted"
+    assert "x402" not in json.dumps(shown) and "x402" not in json.dumps(received)

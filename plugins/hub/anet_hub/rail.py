@@ -274,7 +274,10 @@ class HubRail:
     async def _signer_of(self, request: object, does: str) -> VerifiedHistory:
         """The key history of the agent that says it signed ``request``; :class:`PaymentError`
         ``unknown-agent`` when this hub knows no such agent."""
-        signer = request.get("signer") if isinstance(request, dict) else None
+        if not isinstance(request, dict) or "signer" not in request:
+            raise PaymentError("bad-request", "the request has no signer: a node signs it with "
+                                              "its own key (anet_core.protocol.payments)")
+        signer = request["signer"]
         history = await self._history(signer) if is_aid(signer) else None
         if history is None:
             raise PaymentError("unknown-agent", f"{str(signer)[:80]!r} is not an agent this hub "
@@ -359,6 +362,10 @@ class HubRail:
         if version not in (1, 2):
             raise Refused(RailReason.INVALID_X402_VERSION,
                           f"the payload's x402Version {version!r} is not 1 or 2")
+        if body.get("x402Version") != version:
+            raise Refused(RailReason.INVALID_X402_VERSION,
+                          f"the request's x402Version {body.get('x402Version')!r} is not the "
+                          f"payload's ({version}); send the version of the payload")
         try:
             payload = parse_payment_payload(raw_payload)
         except (ValidationError, ValueError) as error:

@@ -83,7 +83,8 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
     def signed(what: str, answer: Callable[[HubRail, object], Awaitable[dict[str, Any]]]
                ) -> Callable[[web.Request], Awaitable[web.Response]]:
         """A route taking a request the node signed (``what``): the answer, or the refusal of
-        the signature (403) or of an AID the hub does not know (404)."""
+        the signature (403), of an AID the hub does not know (404) or of a body that is none
+        (400)."""
         async def route(request: web.Request) -> web.Response:
             hub_rail = rail(request)
             parsed, body = await _body(request)
@@ -93,7 +94,7 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
             try:
                 return web.json_response(await answer(hub_rail, body))
             except PaymentError as error:
-                status = 404 if error.reason == "unknown-agent" else 403
+                status = {"unknown-agent": 404, "bad-request": 400}.get(error.reason, 403)
                 return web.json_response({"error": error.reason, "message": error.message},
                                          status=status)
 

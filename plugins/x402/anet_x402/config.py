@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anet_core.protocol.amounts import parse_amount
+from anet_core.protocol.amounts import PaymentError, parse_amount
 
 HOME_RAIL = "home"
 """In ``rails``: the rail of this node's home hub, whatever its AID."""
@@ -29,12 +30,24 @@ class Price(BaseModel):
 
     @model_validator(mode="after")
     def _positive_in_the_asset(self) -> Price:
-        parse_amount(self.amount, self.asset)
+        try:
+            parse_amount(self.amount, self.asset)
+        except PaymentError as error:
+            free = error.reason == "not-a-price" and _is_zero(self.amount)
+            raise PaymentError(error.reason, f"{error.message}; a skill that costs nothing "
+                                             "needs no price" if free else error.message) from None
         return self
 
     @property
     def atomic(self) -> int:
         return parse_amount(self.amount, self.asset)
+
+
+def _is_zero(amount: str) -> bool:
+    try:
+        return Decimal(amount) == 0
+    except ArithmeticError:
+        return False
 
 
 class X402Config(BaseModel):
@@ -59,7 +72,12 @@ class X402Config(BaseModel):
     @classmethod
     def _amounts(cls, tier: Tier) -> Tier:
         for asset, amount in tier.items():
-            parse_amount(amount, asset)
+            try:
+                parse_amount(amount, asset)
+            except PaymentError as error:
+                raise PaymentError(error.reason, f"{asset}: {error.message}; leave the asset out "
+                                                 "to pay none of it in this tier"
+                                   if _is_zero(amount) else f"{asset}: {error.message}") from None
         return tier
 
     @field_validator("rail_urls")

@@ -18,6 +18,10 @@ from anet_x402.tiers import Limits
 async def tiers_state(ctx: CheckContext) -> CheckResult:
     config = ctx.config.module(MODULE, X402Config)
     limits = Limits(config)
+    if not limits.configured and config.prices:
+        return CheckResult(CheckStatus.OK, "no spending tier: this node charges for its skills "
+                                           "and pays nothing by itself (a quote it receives "
+                                           "waits for `anet pay`)")
     if not limits.configured:
         return CheckResult(CheckStatus.WARN, "no spending tier is configured: every quote waits "
                                              "for `anet pay`",

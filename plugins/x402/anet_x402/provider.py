@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,7 +64,8 @@ log = logging.getLogger(__name__)
 
 MODULE = "x402"
 COMPLETED = "TASK_STATE_COMPLETED"
-RETRYABLE = frozenset({"authorization_expired", "rail_unreachable"})
+UNREACHABLE = "rail_unreachable"
+RETRYABLE = frozenset({"authorization_expired", UNREACHABLE})
 """Refusals a fresh payment can overcome: answered with a new quote, not a failure."""
 VOIDED = "authorization_voided"
 """The payer withdrew the payment at the rail as it canceled the task: the task ends canceled."""
@@ -133,7 +135,7 @@ class PaymentDesk:
             rails = reachable_rails(price, home_rail(self._node.paths),
                                     self.config.rail_urls)
             if not rails:
-                return self._failed(task, "rail_unreachable",
+                return self._failed(task, UNREACHABLE,
                                     f"The skill {task.skill} is priced, but this agent can reach "
                                     "none of its rails now; try again later.")
             offered = quote(task.skill or ANY_SKILL, price, rails, payee=self._node.aid,
@@ -176,7 +178,7 @@ class PaymentDesk:
                 answer = await client.verify(PaymentPayload.model_validate(payload), option)
         except RailError as error:
             log.info("event=verify-unreachable task=%s rail=%s", task.task_id, rail.http_url)
-            return self._requote(task, offered, "rail_unreachable", error.message)
+            return self._requote(task, offered, UNREACHABLE, error.message)
         if not answer.is_valid:
             reason = answer.invalid_reason or "invalid_payload"
             message = answer.invalid_message or f"the rail refused the payment: {reason}"
@@ -247,15 +249,15 @@ class PaymentDesk:
         payment.status, payment.outcome = PaymentStatus.SETTLING, task.outcome
         self._book.save(payment)
         receipt = await self._settle_at_rail(payment)
-        payment.receipts.append(receipt)
-        if receipt.get("errorReason") == "rail_unreachable":
+        first_miss = add_receipt(payment.receipts, receipt, now=int(time.time()))
+        if receipt.get("errorReason") == UNREACHABLE:
             # The hub may have settled and its answer been lost: the end waits until the rail
             # answers (then the settlement, or the original one, or a clear refusal).
             self._book.save(payment)
             self._retry_later(payment, delay_s=UNREACHABLE_RETRY_S)
             return GateVerdict(GateAction.HOLD, records=(("payment.settle", {
                 "taskId": task.task_id, "peer": task.peer_aid, "success": False,
-                "error": "rail_unreachable", "retry": True}),))
+                "error": UNREACHABLE, "retry": True}),) if first_miss else ())
         if receipt.get("success"):
             payment.status, payment.error = PaymentStatus.SETTLED, None
         else:
@@ -342,8 +344,8 @@ class PaymentDesk:
                 if attempt + 1 < SETTLE_ATTEMPTS:
                     await asyncio.sleep(SETTLE_RETRY_S * (attempt + 1))
         else:
-            return unsettled(network, "rail_unreachable", f"the rail at {rail.http_url} did "
-                                                          f"not answer")
+            return unsettled(network, UNREACHABLE, f"the rail at {rail.http_url} did not "
+                                                   "answer")
         settlement = (answer.extra or {}).get("settlement")
         if not answer.success and answer.error_reason != "nonce_already_used":
             return dumped(answer)
@@ -445,6 +447,26 @@ def matched(offered: PaymentRequired, raw: Any, task_id: str
             raise ReasonError(reason, f"the authorization's {key} is "
                                   f"{authorization.get(key)!r}; the quote asks for {value!r}")
     return option, dumped(payload)
+
+
+def add_receipt(receipts: list[dict[str, Any]], receipt: dict[str, Any], *, now: int) -> bool:
+    """Append a settle attempt's ``receipt`` to ``receipts``. An attempt that found the rail
+    unreachable right after another one is folded into it (``extra``: ``attempts``,
+    ``firstAttemptAt``, ``lastAttemptAt``), so that a task waiting for a rail that is down keeps
+    one receipt, not one every 10 s. True when the receipt was appended, not folded."""
+    if receipt.get("errorReason") != UNREACHABLE:
+        receipts.append(receipt)
+        return True
+    last = receipts[-1] if receipts else {}
+    if last.get("errorReason") != UNREACHABLE:
+        receipts.append(receipt | {"extra": {"attempts": 1, "firstAttemptAt": now,
+                                             "lastAttemptAt": now}})
+        return True
+    earlier = last.get("extra") or {}
+    receipts[-1] = receipt | {"extra": {"attempts": int(earlier.get("attempts", 1)) + 1,
+                                        "firstAttemptAt": earlier.get("firstAttemptAt", now),
+                                        "lastAttemptAt": now}}
+    return False
 
 
 def payment_metadata(payment: Payment) -> dict[str, Any]:

@@ -265,11 +265,8 @@ class Signer:
         async with self._one_at_a_time():
             if (signed := self.book.reusable(turn.task_id, option.raw)) is not None:
                 return TurnAnswer(send=payment_message(signed, turn.message))
-            if not await self.credit.holds(option.hub, option.asset, option.amount):
-                return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id,
-                                  PaymentState.FAILED,
-                                  f"This node holds too little credit at the rail of "
-                                  f"{option.hub} to pay {option.price}; nothing was signed.")
+            # Who may pay before whether the rail can: above the agent's limits the operator
+            # decides, whatever the credit (the seed's order).
             if not turn.extensions & X402_EXTENSIONS:
                 return self._hold(turn, quote, Reason.PAYMENT_EXTENSION_NOT_ACTIVATED, hold_id,
                                   PaymentState.REQUIRED,
@@ -284,6 +281,11 @@ class Signer:
                                   f"(agent_max, agent_daily_max; "
                                   f"{format_amount(spent, option.asset)} paid today); the "
                                   f"operator pays with `anet pay {turn.task_id}`.")
+            if not await self.credit.holds(option.hub, option.asset, option.amount):
+                return self._hold(turn, quote, Reason.RAIL_NOT_PAYABLE, hold_id,
+                                  PaymentState.FAILED,
+                                  f"This node holds too little credit at the rail of "
+                                  f"{option.hub} to pay {option.price}; nothing was signed.")
             return self._pay(turn, option, quote, Tier.AGENT, base=turn.message)
 
     def _chosen(self, quote: Quote | None, accept: Any, turn: RequesterTurn) -> Option:
