@@ -1,12 +1,13 @@
 """A cancel racing the payment of a priced task, at each step of it: one decision, on both nodes,
 in the hub's ledger and in the evidence chains (docs/payments.md, "Cancel and settlement").
 
-A real ``anet hub serve`` process; alice (every module, the automatic tier) pays bob, whose
-node (module x402 and a worker that finishes when the test says) reaches the hub through a
-loopback proxy (tests/x402/rail_proxy) that holds one of his rail requests before the hub or
-after the hub answered it. Each test cancels at one step and then checks
-:func:`tests.support.outcomes.assert_one_outcome`: a transfer exists exactly when the task
-completed, with the receipt, on both nodes; otherwise neither completed and nothing moved.
+A real ``anet hub serve`` process, killed and restarted where a test says; alice (every
+module, the automatic tier) pays bob (module x402 and a worker that finishes when the test
+says). Both reach the hub through a loopback proxy (tests/x402/rail_proxy) that holds one rail
+request (bob's verify or settle, alice's void) before the hub or after the hub answered it.
+Each test cancels at one step and then checks :func:`tests.support.outcomes.assert_one_outcome`:
+a transfer exists exactly when the task completed, with the receipt, on both nodes; otherwise
+neither completed and nothing moved.
 
 "alice voided, then stopped": the state a payer killed between its void at the rail and the
 commit of its cancel leaves (the void is the rail's; the cancel never happened here); bob's
@@ -30,6 +31,7 @@ from a2a.utils.errors import TaskNotCancelableError
 
 from anet_a2a.state import StateDir
 from anet_core import hookimpl
+from anet_core.link.contract import JoinState
 from anet_core.node import Node
 from anet_core.plugins import make_plugins
 from anet_core.records import InboundTask, TaskClaim
@@ -39,7 +41,7 @@ from anet_x402 import plugin as x402_plugin
 from anet_x402.signer_service import SIGNER
 from tests.support.messages import user_message
 from tests.support.nodes import plugins_with, prepare, running_node
-from tests.support.outcomes import COMPLETED, assert_one_outcome, state_of
+from tests.support.outcomes import COMPLETED, TERMINAL, assert_one_outcome, state_of
 from tests.support.processes import HubProcess, free_port
 from tests.support.waiting import eventually
 from tests.x402.rail_proxy import Hold, Moment, RailProxy
@@ -51,6 +53,7 @@ PRICES = {SKILL: {"amount": "0.05"}, DEAR: {"amount": "5.00"}}
 """Within alice's automatic tier, and above every tier she has (the operator pays it)."""
 TIERS = {"auto_max": {"USD": "0.10"}}
 HOLD_S = 30.0
+RESTART_S = 60.0
 CANCELED = "TASK_STATE_CANCELED"
 WORKING = "TASK_STATE_WORKING"
 INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
@@ -103,6 +106,33 @@ class Race:
         verdict = await self.alice[SIGNER].withdraw(turn)
         assert verdict.refused is None, verdict
 
+    def cancel_meanwhile(self, task_id: str) -> asyncio.Task[dict[str, Any]]:
+        """The client's cancel, on its way while the test interleaves a fault with it."""
+        return asyncio.create_task(self.alice.tasks.cancel(self.bob.aid, task_id))
+
+    async def cancel_as_the_hub_dies(self, moment: Moment) -> tuple[str, TaskNotCancelable]:
+        """A paid task at work, the client's cancel, and the hub SIGKILLed with alice's void
+        held at ``moment`` (its answer never comes): the cancel is refused, ``rail-unreachable``
+        after her node asked again. The task and the refusal."""
+        task_id = await self.ask()
+        await asyncio.wait_for(self.worker.started.wait(), HOLD_S)
+        hold = self.proxy.hold("void", moment)
+        canceling = self.cancel_meanwhile(task_id)
+        await self.at(hold)
+        self.hub.kill()
+        hold.release()
+        await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+        with pytest.raises(TaskNotCancelable) as refused:
+            await canceling
+        assert refused.value.reason == "rail-unreachable"
+        return task_id, refused.value
+
+    async def restart_hub(self) -> None:
+        await asyncio.to_thread(self.hub.start)
+        for node in (self.alice, self.bob):
+            await eventually(lambda node=node: node.hub.status.state is JoinState.REGISTERED,
+                             "the node registered at the restarted hub", RESTART_S)
+
     async def outcome(self, task_id: str, *, paid: bool) -> None:
         await assert_one_outcome(self.hub.data, self.alice, self.bob, task_id, paid=paid)
         assert len(self.worker.served) <= 1
@@ -110,7 +140,7 @@ class Race:
 
 @asynccontextmanager
 async def race(root: Path) -> AsyncIterator[Race]:
-    """The hub process, bob through the proxy, alice directly, alice credited 1.00 USD."""
+    """The hub process, bob and alice through the proxy, alice credited 1.00 USD."""
     hub = HubProcess(root / "hub", free_port())
     await asyncio.to_thread(hub.start)
     worker = Worker()
@@ -123,7 +153,7 @@ async def race(root: Path) -> AsyncIterator[Race]:
             bob = await stack.enter_async_context(running_node(
                 root / "bob", plugins_with(x402_plugin, worker), hub_url=proxy.url))
             alice = await stack.enter_async_context(running_node(
-                root / "alice", make_plugins(), hub_url=hub.url))
+                root / "alice", make_plugins(), hub_url=proxy.url))
             bob.tasks.trust(alice.aid)
             await asyncio.to_thread(admin.credit, hub.data, alice.aid, "1.00", "USD")
             await alice[SIGNER].credit.refresh()
@@ -264,3 +294,52 @@ async def test_a_void_whose_cancel_never_left_ends_the_task_at_the_payees_verify
                          "alice's task canceled by bob's update")
         await net.outcome(task_id, paid=False)
         assert net.worker.served == []
+
+
+async def test_a_cancel_while_the_hub_is_down_is_refused_and_the_task_goes_on(
+        tmp_path: Path) -> None:
+    """The hub SIGKILLed with alice's void on its way to it: her node asks again, finds no
+    rail, and refuses the cancel (``rail-unreachable``); nothing changed. After the restart
+    the work ends, settles, and the task completes with its receipt."""
+    async with race(tmp_path) as net:
+        task_id, _ = await net.cancel_as_the_hub_dies(Moment.BEFORE_HUB)
+        assert state_of(net.alice, task_id) not in TERMINAL  # nothing changed
+        await net.restart_hub()
+        net.worker.finish.set()
+        await net.outcome(task_id, paid=True)
+
+
+async def test_a_void_whose_answer_was_lost_is_asked_again_and_the_cancel_wins(
+        tmp_path: Path) -> None:
+    """The hub voided and its answer was lost on the way: alice's node asks again (a void
+    again answers the first decision) and the cancel takes effect; the work's end settles
+    nothing."""
+    async with race(tmp_path) as net:
+        task_id = await net.ask()
+        await asyncio.wait_for(net.worker.started.wait(), HOLD_S)
+        hold = net.proxy.hold("void", Moment.AFTER_HUB)
+        canceling = net.cancel_meanwhile(task_id)
+        await net.at(hold)
+        hold.release()  # the answer is dropped
+        canceled = await canceling
+        assert canceled["status"]["state"] == CANCELED
+        await eventually(lambda: state_of(net.bob, task_id) == CANCELED, "bob stopped")
+        net.worker.finish.set()
+        await net.outcome(task_id, paid=False)
+
+
+async def test_the_hub_killed_after_it_voided_ends_the_task_canceled_at_the_payees_settle(
+        tmp_path: Path) -> None:
+    """The hub SIGKILLed after it committed alice's void, before she heard it: her cancel is
+    refused (``rail-unreachable``: the rail may have taken the void); after the restart bob's
+    settle finds the void, bob ends the task canceled, and alice's task follows. Nothing
+    moved, and a cancel asked again is answered as the task now is."""
+    async with race(tmp_path) as net:
+        task_id, refused = await net.cancel_as_the_hub_dies(Moment.AFTER_HUB)
+        assert "ends canceled if the rail took the void" in refused.message
+        await net.restart_hub()
+        net.worker.finish.set()
+        await eventually(lambda: state_of(net.alice, task_id) == CANCELED,
+                         "alice's task canceled by bob's update", RESTART_S)
+        await net.outcome(task_id, paid=False)
+        assert (await net.cancel_refused(task_id)).reason == "task-not-cancelable"

@@ -55,7 +55,7 @@ from anet_x402.extension import (
 )
 from anet_x402.prices import Rail, dumped, home_rail, price_of, quote, reachable_rails
 from anet_x402.quotes import Payment, PaymentBook, PaymentStatus
-from anet_x402.rail import RailClient, RailError
+from anet_x402.rail import RailClient, RailError, again_while_unreachable
 
 if TYPE_CHECKING:  # x402's models load at the first paid task (docs/performance.md, "Idle memory")
     from x402.schemas import PaymentRequired, PaymentRequirements
@@ -331,19 +331,16 @@ class PaymentDesk:
         rail = self._rail(network)
         if rail is None:
             return unsettled(network, "invalid_network", f"this agent cannot reach {network}")
-        for attempt in range(SETTLE_ATTEMPTS):
-            try:
-                async with RailClient(rail.http_url) as client:
-                    answer = await client.settle(
-                        PaymentPayload.model_validate(payment.payload),
-                        PaymentRequirements.model_validate(payment.accepted))
-                break
-            except RailError as error:
-                log.warning("event=settle-unreachable task=%s attempt=%d error=%r",
-                            payment.task_id, attempt + 1, error.message)
-                if attempt + 1 < SETTLE_ATTEMPTS:
-                    await asyncio.sleep(SETTLE_RETRY_S * (attempt + 1))
-        else:
+        async def settle() -> SettleResponse:
+            async with RailClient(rail.http_url) as client:
+                return await client.settle(PaymentPayload.model_validate(payment.payload),
+                                           PaymentRequirements.model_validate(payment.accepted))
+
+        try:
+            answer = await again_while_unreachable(
+                settle, attempts=SETTLE_ATTEMPTS, pause_s=SETTLE_RETRY_S,
+                what=f"settle task={payment.task_id}")
+        except RailError:
             return unsettled(network, UNREACHABLE, f"the rail at {rail.http_url} did not "
                                                    "answer")
         settlement = (answer.extra or {}).get("settlement")

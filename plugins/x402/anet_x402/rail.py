@@ -17,7 +17,10 @@ reason). Settling the same payload again is safe: the rail moves it once and ans
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -52,6 +55,9 @@ DEFAULT_TIMEOUT_S = 15.0
 _SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
 
 Model = TypeVar("Model", bound=BaseModel)
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 class RailError(ReasonError):
@@ -239,6 +245,23 @@ class RailClient:
                                               f"{answer.get('message', '')}")
         return RailError("rail-bad-answer", f"the hub rail at {self.url} answered {status}: "
                                             f"{str(answer)[:200]}")
+
+
+async def again_while_unreachable(ask: Callable[[], Awaitable[T]], *, attempts: int,
+                                  pause_s: float, what: str) -> T:
+    """``ask()``, asked again while the rail does not answer (for a request that is safe to
+    repeat: settling or voiding again answers the first outcome), ``attempts`` times with
+    pauses of ``pause_s``, twice that, …; the last :class:`RailError` when none answered."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await ask()
+        except RailError as error:
+            log.warning("event=rail-unanswered what=%r attempt=%d error=%r", what, attempt,
+                        error.message)
+            if attempt == attempts:
+                raise
+            await asyncio.sleep(pause_s * attempt)
+    raise AssertionError("unreachable: attempts is at least 1")
 
 
 NOT_JOINED_HINT = "join a hub first: `anet join <hub URL>`"

@@ -44,7 +44,7 @@ from anet_core.protocol.amounts import (
 )
 from anet_core.protocol.payments import sign_authorization
 from anet_x402.extension import PAYMENT_PAYLOAD, PAYMENT_REQUIRED, PAYMENT_STATUS, PaymentState
-from anet_x402.rail import RailClient, RailError
+from anet_x402.rail import Decision, RailClient, RailError, again_while_unreachable
 from anet_x402.signer_credit import Credit
 from anet_x402.spend import PayerBook, Signed
 from anet_x402.tiers import Limits, Tier
@@ -60,6 +60,10 @@ X402_EXTENSIONS = frozenset({X402_EXTENSION, X402_EXTENSION_V02})
 ACCEPT_KEY = "anet.payment.accept"
 """Client → node: the option chosen, copied unchanged from ``x402.payment.required.accepts``."""
 DEFAULT_VALIDITY_S = 600
+VOID_ATTEMPTS = 3
+VOID_RETRY_S = 0.5
+"""A cancel's void is asked this many times, pausing this long, then twice that, while the rail
+does not answer: voiding again answers the first decision."""
 
 
 @dataclass(frozen=True)
@@ -322,22 +326,28 @@ class Signer:
             nonces = [item.nonce for item in signed]
             network = signed[-1].payload["accepted"]["network"]
             url = self.credit.hub_url()
-            try:
+
+            async def void() -> list[Decision]:
                 if not url:
                     raise RailError("rail-unreachable", "this node has no home hub now, so it "
                                                         "cannot reach the rail of its payment")
                 async with RailClient(url) as rail:
-                    decisions = await rail.void(self._identity, hub_aid=rail_hub(network),
-                                                task=turn.task_id, nonces=nonces)
+                    return await rail.void(self._identity, hub_aid=rail_hub(network),
+                                           task=turn.task_id, nonces=nonces)
+
+            try:
+                decisions = await again_while_unreachable(
+                    void, attempts=VOID_ATTEMPTS, pause_s=VOID_RETRY_S,
+                    what=f"void task={turn.task_id}")
             except RailError as error:
-                log.warning("event=payment-void-failed task=%s reason=%s", turn.task_id,
-                            error.reason)
                 return CancelVerdict(
                     refused="rail-unreachable",
-                    message=f"task {turn.task_id} is paid, and the payment could not be "
-                            f"withdrawn at its rail ({error.message}); nothing changed: the "
-                            "task goes on",
-                    hint="cancel again once the hub answers (`anet status` shows the link)",
+                    message=f"task {turn.task_id} is paid, and its rail did not answer the "
+                            f"void of the payment ({error.message}): the cancel did not take "
+                            "effect here; the task goes on, or ends canceled if the rail took "
+                            "the void",
+                    hint="cancel again once the hub answers: the rail then says which "
+                         "(`anet status` shows the link)",
                     evidence=(("payment.refuse", {"taskId": turn.task_id, "peer": turn.peer_aid,
                                                   "reason": "rail-unreachable",
                                                   "nonces": nonces}),))
