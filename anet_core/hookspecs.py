@@ -7,7 +7,7 @@ implementation does no I/O itself and one module's failure never stops another's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -509,4 +509,28 @@ def anet_requester_cancel(node: Node, turn: RequesterTurn) -> CancelCheck | None
                                          hint="ask the agent to undo it")
                 return CancelVerdict(evidence=(("greeter.unbooked", {"taskId": turn.task_id}),))
             return CancelCheck(module="greeter", run=run)
+    """
+
+
+@hookspec
+def anet_requester_ended(node: Node, turn: RequesterTurn) -> list[tuple[str, dict[str, Any]]]:
+    """Keep evidence of how the agent ended a task this node sent.
+
+    Called by the task layer inside the transaction that applies the agent's terminal update
+    (also when the task had already ended here, by a cancel or ``no_response``), for every
+    module; ``turn.task`` is the task with the agent's final status, ``turn.message`` None.
+    Returns evidence records ``(kind, data)`` the core keeps with that change, so the record and
+    the end survive a crash together. No I/O beyond reading the node's own small files; a hook
+    that raises is logged and records nothing. Module x402 records the payment's receipt here
+    (``payment.receipt``, the hub's settlement checked), so that the payer's chain holds what it
+    paid for as the payee's does (docs/payments.md).
+
+    Example::
+
+        @hookimpl
+        def anet_requester_ended(node, turn):
+            booking = (turn.task["status"].get("message") or {}).get("metadata", {}).get(
+                "greeter.booking")
+            return [] if booking is None else [("greeter.booked", {"taskId": turn.task_id,
+                                                                   "booking": booking})]
     """

@@ -231,6 +231,18 @@ class NodeHooks:
             node=self.node, turn=turn)
         return check
 
+    def requester_ended(self, turn: RequesterTurn) -> list[tuple[str, dict[str, Any]]]:
+        """Each module asked on its own: one that fails loses its records, not the others'."""
+        arguments = {"node": self.node, "turn": turn}
+        records: list[tuple[str, dict[str, Any]]] = []
+        for impl in self._plugins.pm.hook.anet_requester_ended.get_hookimpls():
+            try:
+                records += impl.function(*(arguments[name] for name in impl.argnames)) or []
+            except Exception:
+                log.exception("event=ended-records-failed module=%s task=%s", impl.plugin_name,
+                              turn.task_id)
+        return records
+
     def card_skills(self) -> list[SkillSource]:
         return self._plugins.collect("anet_card_skills", node=self.node)
 

@@ -2,8 +2,8 @@
 
 The layer sees only this protocol, not the plugin manager or the node: ``anet_core.node``
 implements it over the modules' ``anet_take_task``, ``anet_task_gate``, ``anet_task_ending``,
-``anet_policy_veto``, ``anet_requester_waiting``, ``anet_requester_answer`` and
-``anet_requester_cancel``.
+``anet_policy_veto``, ``anet_requester_waiting``, ``anet_requester_answer``,
+``anet_requester_cancel`` and ``anet_requester_ended``.
 """
 
 from __future__ import annotations
@@ -54,4 +54,9 @@ class TaskHooks(Protocol):
 
     def requester_cancel(self, turn: RequesterTurn) -> CancelCheck | None:
         """The first module's say on a client's cancel (``anet_requester_cancel``)."""
+        ...
+
+    def requester_ended(self, turn: RequesterTurn) -> list[tuple[str, dict[str, Any]]]:
+        """Every module's evidence of the agent's end of a task (``anet_requester_ended``); a
+        module that fails is logged and left out."""
         ...

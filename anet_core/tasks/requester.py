@@ -294,7 +294,7 @@ class Requester:
             log.debug("event=update-repeated task=%s stateSeq=%d", stored.id, update.state_seq)
             return effects
         if state_of(stored.task).is_terminal:
-            self._late_update(stored, history, update)
+            self._late_update(stored, history, update, effects)
             return effects
         if update.state_seq > stored.state_seq + 1 and not update.state.is_terminal:
             log.info("event=update-held task=%s stateSeq=%d expected=%d", stored.id,
@@ -338,6 +338,7 @@ class Requester:
                            else "task.failed", taskId=stored.id, peer=stored.peer_aid,
                            state=update.state.value, reason=update.reason,
                            receiptVerified=not problem)
+            self.turns.ended(stored, status, effects)
         for chunk in update.artifact_chunks:
             apply_artifact(task, chunk.artifact, append=chunk.append)
             events.append(artifact_event(task, chunk.artifact, append=chunk.append,
@@ -360,10 +361,11 @@ class Requester:
         if events:
             effects.publish(task, events)
 
-    def _late_update(self, stored: StoredTask, history: VerifiedHistory,
-                     update: TaskUpdate) -> None:
+    def _late_update(self, stored: StoredTask, history: VerifiedHistory, update: TaskUpdate,
+                     effects: Effects) -> None:
         """The task ended here first (cancel, no answer); what the provider did still counts
-        for ``anet.effect_status`` and the receipt, but the task's state stays as it is."""
+        for ``anet.effect_status``, the receipt and the modules' records of the end, but the
+        task's state stays as it is."""
         stored.state_seq = update.state_seq
         set_meta(stored.task, state_seq=update.state_seq)
         if update.state.is_terminal:
@@ -371,6 +373,7 @@ class Requester:
             if not problem:
                 stored.receipt = update.receipt
             set_meta(stored.task, receipt_verified=not problem, effect=_effect_of(update.state))
+            self.turns.ended(stored, update.status, effects)
         self._store.save_task(stored)
 
     def _receipt_problem(self, stored: StoredTask, history: VerifiedHistory,

@@ -116,6 +116,14 @@ class RequesterTurns:
                                          f"({type(error).__name__}); it goes on",
                                  hint="cancel again in a moment; the daemon log says more")
 
+    def ended(self, stored: StoredTask, status: dict[str, Any], effects: Effects) -> None:
+        """The modules' records of the agent's end of ``stored`` (its final ``status``), kept
+        in the transaction that applies it."""
+        turn = self.turn_of(stored)
+        turn.task["status"] = dict(status)
+        for kind, data in self._hooks.requester_ended(turn):
+            effects.record(kind, **data)
+
     def take_question(self, stored: StoredTask, events: list[dict[str, Any]] | None,
                       effects: Effects) -> bool:
         """Offer the agent's question on ``stored`` to the modules (inside the transaction that

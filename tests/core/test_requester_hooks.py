@@ -318,3 +318,53 @@ async def test_hook_anet_requester_cancel(tmp_path: Path) -> None:
     assert [turn.message for turn in turns] == [None, None, None]
     assert {turn.task_id for turn in turns} == {sent["id"]}
     assert agent.answers == []
+
+
+async def test_hook_anet_requester_ended(tmp_path: Path) -> None:
+    """Each module's records of the agent's end are kept with it, also for a task that ended
+    here first (canceled) and that the agent completed after all; a module that fails records
+    nothing and stops nothing."""
+    ended: list[Any] = []
+    finish = asyncio.Event()
+
+    class Books:
+        @hookimpl
+        def anet_requester_ended(self, node, turn):
+            ended.append(turn)
+            return [("greeter.ended", {"taskId": turn.task_id,
+                                       "state": turn.task["status"]["state"]})]
+
+    class Fails:
+        @hookimpl
+        def anet_requester_ended(self, node, turn):
+            raise RuntimeError("a broken module")
+
+    class FinishesWhenTold:
+        @hookimpl
+        def anet_take_task(self, node, task):
+            async def serve(task, responder):
+                if task.message["parts"][0]["text"] == "slow":
+                    await finish.wait()
+                await responder.complete(artifacts=["done"])
+            return TaskClaim(module="agent", serve=serve)
+
+    hub = FakeHub()
+    async with open_node(tmp_path / "a", hub, plugins=plugins_with(Books(), Fails())) as a, \
+            open_node(tmp_path / "b", hub, plugins=plugins_with(FinishesWhenTold())) as b:
+        b.tasks.trust(a.aid)
+        fast = await a.tasks.send(b.aid, user_message("fast"))
+        await eventually(lambda: state(a, fast["id"]) == "TASK_STATE_COMPLETED")
+        slow = await a.tasks.send(b.aid, user_message("slow", "m-2"))
+        await eventually(lambda: b.tasks.received(slow["id"]) is not None, "b works on it")
+        receiver = hub.receivers.pop(b.aid)  # the cancel waits at the hub: b finishes first
+        await a.tasks.cancel(b.aid, slow["id"])
+        finish.set()
+        chain = tmp_path / "a" / "evidence" / "chain.jsonl"
+        await eventually(lambda: chain.exists() and chain.read_text().count("greeter.ended") == 2,
+                         "both ends recorded")
+        hub.receivers[b.aid] = receiver
+        hub.wake(b.aid)
+        assert state(a, slow["id"]) == "TASK_STATE_CANCELED"
+    assert [(turn.task_id, turn.task["status"]["state"]) for turn in ended] == [
+        (fast["id"], "TASK_STATE_COMPLETED"), (slow["id"], "TASK_STATE_COMPLETED")]
+    assert ended[0].message is None

@@ -4,9 +4,10 @@ tasks and the payee's evidence chain tell one story.
 
 - **paid**: exactly one transfer for the task in the ledger; the task completed on both nodes;
   the payer's task carries that transfer's receipt (successful, its settlement's transaction)
-  and a verified provider receipt; the payee's chain holds one ``payment.receipt`` for it;
+  and a verified provider receipt; each chain, the payer's and the payee's, holds one
+  ``payment.receipt`` of it (the payer's verified against the hub's key);
 - **not paid**: no transfer; the task ended on both nodes without completing; no successful
-  payment receipt on the payer's task, no ``payment.receipt`` in the payee's chain.
+  payment receipt on the payer's task, no ``payment.receipt`` in either chain.
 
 And the ledger is conserved either way. :func:`outcome_problems` names what does not hold (empty
 when all does); :func:`assert_one_outcome` waits until it holds (messages and records arrive a
@@ -69,21 +70,25 @@ async def outcome_problems(hub_data: Path, payer: Node, payee: Node, task_id: st
     metadata = (task.task["status"].get("message") or {}).get("metadata", {}) if task else {}
     receipts = [receipt for receipt in metadata.get("x402.payment.receipts", [])
                 if receipt.get("success")]
-    payee_receipts = chain_records(payee, task_id, "payment.receipt")
+    chains = {side: chain_records(node, task_id, "payment.receipt")
+              for node, side in ((payer, "payer"), (payee, "payee"))}
     if moved:
         transaction = transfers[0].transaction
         if [receipt.get("transaction") for receipt in receipts][-1:] != [transaction]:
             problems.append(f"the payer's task has no receipt of {transaction}")
         if task is not None and task.task["metadata"].get("anet.receipt_verified") is not True:
             problems.append("the payer's task has no verified provider receipt")
-        if [record["settlement"]["transaction"] for record in payee_receipts] != [transaction]:
-            problems.append(f"the payee's chain holds {len(payee_receipts)} payment.receipt "
-                            f"records, not one of {transaction}")
+        for side, records in chains.items():
+            if [record["settlement"]["transaction"] for record in records] != [transaction]:
+                problems.append(f"the {side}'s chain holds {len(records)} payment.receipt "
+                                f"records, not one of {transaction}")
+        if any(record.get("verified") is False for record in chains["payer"]):
+            problems.append("the payer's payment.receipt did not verify")
     else:
         if receipts:
             problems.append("the payer's task carries a successful payment receipt")
-        if payee_receipts:
-            problems.append("the payee's chain holds a payment.receipt")
+        problems += [f"the {side}'s chain holds a payment.receipt"
+                     for side, records in chains.items() if records]
     return problems
 
 

@@ -1,8 +1,8 @@
 """Every step of one paid task is a record of an evidence chain, on the payer (the hold, the
-signature) and on the payee (the quote, the verification, the settlement, the receipt), and
-``anet evidence verify`` checks both chains with them; ``anet doctor`` tells the payer's tiers,
-credit and spend today. Two real nodes at a real hub process, read with the commands an
-operator runs."""
+signature, the receipt) and on the payee (the quote, the verification, the settlement, the
+receipt), and ``anet evidence verify`` checks both chains with them; ``anet doctor`` tells the
+payer's tiers, credit and spend today. Two real nodes at a real hub process, read with the
+commands an operator runs."""
 
 from __future__ import annotations
 
@@ -44,8 +44,12 @@ async def test_one_paid_task_leaves_its_records_on_payer_and_payee_and_both_chai
         receipt = pair.task(task_id)["status"]["message"]["metadata"]["x402.payment.receipts"][0]
 
     payer = records(tmp_path / "alice", task_id)
-    assert [record["kind"] for record in payer] == ["payment.refuse", "payment.authorize"]
-    refuse, authorize = (record["data"] for record in payer)
+    assert [record["kind"] for record in payer] == ["payment.refuse", "payment.authorize",
+                                                    "payment.receipt"]
+    refuse, authorize, payer_receipt = (record["data"] for record in payer)
+    # The payer keeps the receipt it paid for, checked against the hub's key.
+    assert payer_receipt["settlement"] == receipt["extra"]["settlement"]
+    assert (payer_receipt["verified"], payer_receipt["peer"]) == (True, pair.bob.aid)
     assert refuse["reason"] == "payment_extension_not_activated"
     assert (authorize["tier"], authorize["amount"], authorize["nonce"]) == (
         "agent", "70", paid["nonce"])

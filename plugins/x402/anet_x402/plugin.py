@@ -7,7 +7,7 @@ code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anet_core.api import (
     CliCommand,
@@ -128,6 +128,13 @@ def anet_requester_cancel(node: Node, turn: RequesterTurn) -> CancelCheck | None
     from anet_x402.signer_service import cancel_check
 
     return cancel_check(node, turn)
+
+
+@hookimpl
+def anet_requester_ended(node: Node, turn: RequesterTurn) -> list[tuple[str, dict[str, Any]]]:
+    from anet_x402.signer_service import receipt_records
+
+    return receipt_records(node, turn)
 
 
 @hookimpl

@@ -19,7 +19,6 @@ is honoured until its task ends, even if the price changed since (it is what the
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import defaultdict
@@ -33,16 +32,12 @@ from anet_core.api import (
     EndingTask,
     GateAction,
     GateVerdict,
-    HistoryError,
     InboundTask,
     Node,
     ReasonError,
     TaskGate,
     is_aid,
-    verify_history,
 )
-from anet_core.protocol.amounts import PaymentError
-from anet_core.protocol.payments import verify_settlement
 from anet_core.protocol.tasks import ANY_SKILL
 from anet_x402.config import X402Config
 from anet_x402.extension import (
@@ -55,7 +50,7 @@ from anet_x402.extension import (
 )
 from anet_x402.prices import Rail, dumped, home_rail, price_of, quote, reachable_rails
 from anet_x402.quotes import Payment, PaymentBook, PaymentStatus
-from anet_x402.rail import RailClient, RailError, again_while_unreachable
+from anet_x402.rail import RailClient, RailError, again_while_unreachable, settlement_problem
 
 if TYPE_CHECKING:  # x402's models load at the first paid task (docs/performance.md, "Idle memory")
     from x402.schemas import PaymentRequired, PaymentRequirements
@@ -360,17 +355,10 @@ class PaymentDesk:
 
     def _check_settlement(self, settlement: Any, payment: Payment) -> str | None:
         """Why the hub's settlement is not this payment's, or None when it is."""
-        try:
-            pinned = json.loads(self._node.paths.hub_pin.read_text(encoding="utf-8"))
-            history = verify_history(pinned["history"], expected_aid=pinned["hubAid"])
-            checked = verify_settlement(settlement, history)
-        except (OSError, ValueError, KeyError, TypeError, HistoryError, PaymentError) as error:
-            return f"the hub's settlement does not verify: {error}"
         authorization = payment.payload.get("payload", {}).get("authorization", {})
-        for key in ("nonce", "payee", "amount", "asset", "task", "network"):
-            if getattr(checked, key) != authorization.get(key):
-                return f"the hub's settlement has another {key}: {getattr(checked, key)!r}"
-        return None
+        return settlement_problem(self._node.paths.hub_pin, settlement, {
+            key: authorization.get(key)
+            for key in ("nonce", "payee", "amount", "asset", "task", "network")})
 
     async def finish_interrupted(self) -> None:
         """At start: the work of a paid task ended while the node stopped before the task did:

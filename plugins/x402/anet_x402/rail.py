@@ -22,18 +22,20 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import BaseModel, ValidationError
 
-from anet_core.api import AnetError, Identity, ReasonError
+from anet_core.api import AnetError, HistoryError, Identity, ReasonError, verify_history
 from anet_core.protocol.amounts import PaymentError, rail_hub
 from anet_core.protocol.payments import (
     FACILITATOR_PATH,
     sign_balance_request,
     sign_void_request,
+    verify_settlement,
 )
 from anet_x402.balance_cli import CREDIT_HINT
 
@@ -262,6 +264,23 @@ async def again_while_unreachable(ask: Callable[[], Awaitable[T]], *, attempts: 
                 raise
             await asyncio.sleep(pause_s * attempt)
     raise AssertionError("unreachable: attempts is at least 1")
+
+
+def settlement_problem(hub_pin: Path, settlement: Any,
+                       expected: dict[str, Any]) -> str | None:
+    """Why ``settlement`` is not the home hub's (its key history pinned in ``hub_pin``)
+    statement of the payment ``expected`` describes (its ``nonce``, ``payee``, ``task``, … as
+    the settlement names them), or None when it is."""
+    try:
+        pinned = json.loads(hub_pin.read_text(encoding="utf-8"))
+        history = verify_history(pinned["history"], expected_aid=pinned["hubAid"])
+        checked = verify_settlement(settlement, history)
+    except (OSError, ValueError, KeyError, TypeError, HistoryError, PaymentError) as error:
+        return f"the hub's settlement does not verify: {error}"
+    for key, value in expected.items():
+        if getattr(checked, key) != value:
+            return f"the hub's settlement has another {key}: {getattr(checked, key)!r}"
+    return None
 
 
 NOT_JOINED_HINT = "join a hub first: `anet join <hub URL>`"

@@ -21,7 +21,8 @@ from anet_core.api import (
     TurnHandler,
 )
 from anet_x402.config import X402Config
-from anet_x402.rail import RailError
+from anet_x402.extension import PAYMENT_RECEIPTS
+from anet_x402.rail import RailError, settlement_problem
 from anet_x402.signer import (
     X402_EXTENSION,
     X402_EXTENSION_V02,
@@ -91,6 +92,27 @@ def answer_handler(node: Node, turn: RequesterTurn) -> TurnHandler | None:
 def cancel_check(node: Node, turn: RequesterTurn) -> CancelCheck | None:
     signer = node.get(SIGNER)
     return None if signer is None else CancelCheck(module=MODULE, run=signer.withdraw)
+
+
+def receipt_records(node: Node, turn: RequesterTurn) -> list[tuple[str, dict[str, Any]]]:
+    """The payer's ``payment.receipt``: the hub's settlement the agent's final status carries
+    for the payment of the task, checked against the pinned key history of the home hub and
+    against this payment (``verified`` false and the ``problem`` when it is not)."""
+    status = turn.task["status"]
+    receipts = ((status.get("message") or {}).get("metadata") or {}).get(PAYMENT_RECEIPTS)
+    paid = [receipt for receipt in receipts if isinstance(receipt, dict)
+            and receipt.get("success")] if isinstance(receipts, list) else []
+    if status.get("state") != "TASK_STATE_COMPLETED" or not paid:
+        return []
+    settlement = (paid[-1].get("extra") or {}).get("settlement")
+    problem = settlement_problem(node.paths.hub_pin, settlement,
+                                 {"payer": node.aid, "payee": turn.peer_aid,
+                                  "task": turn.task_id})
+    if problem:
+        log.warning("event=payment-receipt-unverified task=%s problem=%r", turn.task_id, problem)
+    return [("payment.receipt", {"taskId": turn.task_id, "peer": turn.peer_aid,
+                                 "settlement": settlement, "verified": problem is None,
+                                 **({"problem": problem} if problem else {})})]
 
 
 def _remote_takes_x402(card: dict[str, Any] | None) -> bool:
