@@ -64,6 +64,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "anet_core.control.loopback": ("TokenFile", "bind_loopback"),
     "anet_core.daemon": ("configure_logging", "running_pid"),
     "anet_core.doctor": ("CheckContext",),
+    "anet_core.evidence": ("read_records",),
     "anet_core.identity": (
         "AID_REGEX", "AidError", "HistoryError", "Identity", "VerifiedHistory", "check_aid",
         "is_aid", "verify_history", "verify_signature",
@@ -227,6 +228,7 @@ __all__ = [
     "parse_duration",
     "private_dir",
     "read_raw",
+    "read_records",
     "release_startup_memory",
     "run_event_loop",
     "running_pid",

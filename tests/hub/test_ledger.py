@@ -206,3 +206,21 @@ async def test_crossing_transfers_on_two_instances_all_settle(
     assert all(isinstance(outcome, Settled) for outcome in outcomes), outcomes
     assert (await first.ledger.balance(ALICE, "USD"), await first.ledger.balance(BOB, "USD")) \
         == (500 - 20 * 3 + 20 * 2, 500 + 20 * 3 - 20 * 2)
+
+
+async def test_an_agents_entries_are_its_credits_and_the_transfers_it_paid_or_was_paid(
+        pair: tuple[HubStorage, HubStorage]) -> None:
+    storage, other = pair
+    await credit(storage, ALICE, 100)
+    await credit(storage, CAROL, 100)
+    paid = await storage.ledger.settle(transfer(ALICE, BOB, 10))
+    received = await other.ledger.settle(transfer(CAROL, ALICE, 5))
+    await other.ledger.settle(transfer(CAROL, BOB, 7))
+    assert isinstance(paid, Settled) and isinstance(received, Settled)
+    alices = await other.ledger.entries(aid=ALICE)
+    assert [(entry.kind, entry.payer, entry.payee) for entry in alices] == [
+        (EntryKind.CREDIT, None, ALICE), (EntryKind.TRANSFER, ALICE, BOB),
+        (EntryKind.TRANSFER, CAROL, ALICE)]
+    assert await storage.ledger.entries(aid=ALICE, after_seq=alices[0].seq, limit=1) == [
+        paid.entry]
+    assert [entry.amount for entry in await storage.ledger.entries(aid=BOB)] == [10, 7]

@@ -410,3 +410,30 @@ async def test_the_official_x402_facilitator_client_verifies_and_settles(rail: R
         again = await client.settle(payload, requirements)
     assert (again.success, again.error_reason) == (False, "nonce_already_used")
     assert await rail.balances(rail.payer, rail.payee) == (95, 5)
+
+
+async def test_a_ledger_is_told_only_to_its_agent_page_by_page(
+        rail: Rail, monkeypatch: pytest.MonkeyPatch) -> None:
+    from anet_hub import ledger
+
+    monkeypatch.setattr(ledger, "LEDGER_PAGE", 2)
+    hub_aid = rail.hub.state.identity.aid
+    for task in ("t-1", "t-2", "t-3"):
+        assert (await rail.settle(pay(rail.payer, rail.quote(5, task=task)))).success
+    pages, after = [], 0
+    while after is not None:
+        status, answer = await rail.post(f"ledger?after={after}",
+                                         sign_balance_request(rail.payee, hub_aid=hub_aid))
+        assert status == 200 and answer["aid"] == rail.payee.aid, answer
+        pages.append([(entry["kind"], entry["task"], entry["amount"])
+                      for entry in answer["entries"]])
+        after = answer["next"]
+    assert pages == [[("transfer", "t-1", "0.05"), ("transfer", "t-2", "0.05")],
+                     [("transfer", "t-3", "0.05")]]
+    status, answer = await rail.post("ledger", sign_balance_request(rail.payer, hub_aid=hub_aid))
+    assert [entry["kind"] for entry in answer["entries"]] == ["credit", "transfer"]
+    forged = sign_balance_request(rail.payee, hub_aid=hub_aid) | {"signer": rail.payer.aid}
+    assert (await rail.post("ledger", forged))[0] == 403
+    status, answer = await rail.post("ledger?after=x", sign_balance_request(
+        rail.payee, hub_aid=hub_aid))
+    assert (status, answer["error"]) == (400, "bad-request") and "'x'" in answer["message"]

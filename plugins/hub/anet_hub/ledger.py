@@ -25,6 +25,8 @@ from typing import Any, Protocol
 
 from anet_core.protocol.amounts import format_amount
 
+LEDGER_PAGE = 500
+"""The most entries one ``/x402/ledger`` answer gives; its ``next`` asks for the rest."""
 MAX_BALANCE = 10**15
 """The most one balance may hold, in the asset's smallest unit (10 trillion USD): far inside the
 64-bit integers both storages count in."""
@@ -154,8 +156,10 @@ class Ledger(Protocol):
     async def balances(self, aid: str | None = None) -> list[Balance]:
         """Every balance (of ``aid`` only, when given), ordered by AID and asset."""
 
-    async def entries(self, *, after_seq: int = 0, limit: int = 1000) -> list[LedgerEntry]:
-        """Entries in the order they were written, ``seq`` above ``after_seq``."""
+    async def entries(self, *, after_seq: int = 0, limit: int = 1000,
+                      aid: str | None = None) -> list[LedgerEntry]:
+        """Entries in the order they were written, ``seq`` above ``after_seq``; of ``aid`` only
+        (its credits, and the transfers it paid or was paid), when given."""
 
 
 class BalanceLimit(ValueError):

@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
     settlement_doc TEXT,
     UNIQUE (payer, nonce)
 );
+CREATE INDEX IF NOT EXISTS ledger_entries_by_payee ON ledger_entries (payee, seq);
 CREATE TABLE IF NOT EXISTS ledger_balances (
     aid TEXT COLLATE "C" NOT NULL,
     asset TEXT NOT NULL,
@@ -212,10 +213,12 @@ class PostgresLedger:
 
         return await self._run(read)
 
-    async def entries(self, *, after_seq: int = 0, limit: int = 1000) -> list[LedgerEntry]:
+    async def entries(self, *, after_seq: int = 0, limit: int = 1000,
+                      aid: str | None = None) -> list[LedgerEntry]:
         async def read(conn: asyncpg.Connection) -> list[LedgerEntry]:
             rows = await conn.fetch(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE seq > $1 "
-                                    "ORDER BY seq LIMIT $2", after_seq, limit)
+                                    "AND ($3::text IS NULL OR payer = $3 OR payee = $3) "
+                                    "ORDER BY seq LIMIT $2", after_seq, limit, aid)
             return [entry_from_row(row) for row in rows]
 
         return await self._run(read)

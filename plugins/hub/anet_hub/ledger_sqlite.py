@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
     settlement_doc TEXT,
     UNIQUE (payer, nonce)
 );
+CREATE INDEX IF NOT EXISTS ledger_entries_by_payee ON ledger_entries (payee, seq);
 CREATE TABLE IF NOT EXISTS ledger_balances (
     aid TEXT NOT NULL,
     asset TEXT NOT NULL,
@@ -168,10 +169,13 @@ class SqliteLedger:
 
         return await self._transact(read)
 
-    async def entries(self, *, after_seq: int = 0, limit: int = 1000) -> list[LedgerEntry]:
+    async def entries(self, *, after_seq: int = 0, limit: int = 1000,
+                      aid: str | None = None) -> list[LedgerEntry]:
         def read(conn: sqlite3.Connection) -> list[LedgerEntry]:
+            of_aid, params = ("AND (payer = ? OR payee = ?)", (aid, aid)) if aid else ("", ())
             rows = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE seq > ? "
-                                "ORDER BY seq LIMIT ?", (after_seq, limit)).fetchall()
+                                f"{of_aid} ORDER BY seq LIMIT ?",
+                                (after_seq, *params, limit)).fetchall()
             return [entry_from_row(row) for row in rows]
 
         return await self._transact(read)

@@ -247,6 +247,18 @@ class HubRail:
         return history.aid, {item.asset: format_amount(item.amount, item.asset)
                              for item in balances if item.asset in ASSET_DECIMALS}
 
+    async def ledger(self, request: object, *, after_seq: int,
+                     limit: int) -> tuple[str, list[LedgerEntry]]:
+        """The AID that signed ``request`` (a balance request: it proves the AID) and the
+        ledger's entries of it, ``seq`` above ``after_seq``, at most ``limit``: its credits,
+        and the transfers it paid or was paid. Raises :class:`PaymentError` as :meth:`balance`
+        does."""
+        history = await self._signer_of(request, "asks for its ledger")
+        verify_balance_request(request, history, hub_aid=self.identity.aid,
+                               now=int(self._clock()))
+        return history.aid, await self.storage.ledger.entries(after_seq=after_seq, limit=limit,
+                                                              aid=history.aid)
+
     # -- voids --------------------------------------------------------------------------------
 
     async def void(self, request: object) -> tuple[str, str, list[dict[str, Any]]]:

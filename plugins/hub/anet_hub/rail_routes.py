@@ -5,6 +5,8 @@
     POST /x402/settle      the same body → SettleResponse (extra.settlement: signed by the hub)
     POST /x402/balance     a signed balance request → {"aid", "hub", "balances"}
     POST /x402/void        a signed void request → {"payer", "hub", "task", "nonces": [...]}
+    POST /x402/ledger      a signed balance request (?after=seq) → {"aid", "hub", "entries",
+                           "next"}: the node's own credits and transfers
 
 A refusal of a payment is an answer (200, ``isValid``/``success`` false, with the reason); a
 request that is not JSON is a 400 with the same shape. A storage that fails is a 503
@@ -22,6 +24,7 @@ from aiohttp import web
 
 from anet_core.protocol.amounts import PaymentError
 from anet_core.protocol.payments import FACILITATOR_PATH
+from anet_hub import ledger as ledger_book
 from anet_hub.http_errors import storage_errors
 
 if TYPE_CHECKING:
@@ -80,7 +83,8 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
                  answer.transaction or "-", answer.amount or "-")
         return _x402(answer, 200 if parsed else 400)
 
-    def signed(what: str, answer: Callable[[HubRail, object], Awaitable[dict[str, Any]]]
+    def signed(what: str,
+               answer: Callable[[HubRail, object, web.Request], Awaitable[dict[str, Any]]]
                ) -> Callable[[web.Request], Awaitable[web.Response]]:
         """A route taking a request the node signed (``what``): the answer, or the refusal of
         the signature (403), of an AID the hub does not know (404) or of a body that is none
@@ -92,7 +96,7 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
                 return web.json_response({"error": "bad-request", "message": "the request body "
                                           f"is not JSON: send a signed {what}"}, status=400)
             try:
-                return web.json_response(await answer(hub_rail, body))
+                return web.json_response(await answer(hub_rail, body, request))
             except PaymentError as error:
                 status = {"unknown-agent": 404, "bad-request": 400}.get(error.reason, 403)
                 return web.json_response({"error": error.reason, "message": error.message},
@@ -100,11 +104,22 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
 
         return route
 
-    async def balance(hub_rail: HubRail, body: object) -> dict[str, Any]:
+    async def balance(hub_rail: HubRail, body: object, _: web.Request) -> dict[str, Any]:
         aid, balances = await hub_rail.balance(body)
         return {"aid": aid, "hub": hub_rail.identity.aid, "balances": balances}
 
-    async def void(hub_rail: HubRail, body: object) -> dict[str, Any]:
+    async def ledger(hub_rail: HubRail, body: object, request: web.Request) -> dict[str, Any]:
+        after = request.query.get("after", "0")
+        if not after.isdigit():
+            raise PaymentError("bad-request", f"after={after[:40]!r} is not a ledger seq: give "
+                                              "the `next` of the previous answer")
+        page = ledger_book.LEDGER_PAGE
+        aid, entries = await hub_rail.ledger(body, after_seq=int(after), limit=page)
+        return {"aid": aid, "hub": hub_rail.identity.aid,
+                "entries": [entry.as_dict() for entry in entries],
+                "next": entries[-1].seq if len(entries) == page else None}
+
+    async def void(hub_rail: HubRail, body: object, _: web.Request) -> dict[str, Any]:
         payer, task, decided = await hub_rail.void(body)
         log.info("event=rail-void payer=%s task=%s outcomes=%s", payer, task,
                  ",".join(item["outcome"] for item in decided))
@@ -116,3 +131,5 @@ def add_rail_routes(app: web.Application, state_key: web.AppKey[HubState]) -> No
     app.router.add_post(f"{FACILITATOR_PATH}/balance",
                         storage_errors(signed("balance request", balance)))
     app.router.add_post(f"{FACILITATOR_PATH}/void", storage_errors(signed("void request", void)))
+    app.router.add_post(f"{FACILITATOR_PATH}/ledger",
+                        storage_errors(signed("balance request", ledger)))

@@ -66,9 +66,10 @@ def anet_doctor_checks() -> list[DoctorCheck]:
 
 @hookimpl
 def anet_routes(node: Node) -> list[ControlRoutes]:
-    from anet_x402 import balance, signer_routes
+    from anet_x402 import balance, reconcile, signer_routes
 
-    return [ControlRoutes(module=MODULE, routes=[*balance.routes, *signer_routes.routes])]
+    return [ControlRoutes(module=MODULE, routes=[*balance.routes, *reconcile.routes,
+                                                 *signer_routes.routes])]
 
 
 @hookimpl

@@ -184,6 +184,23 @@ class RailClient:
         return Balances(aid=str(answer.get("aid")), hub=str(answer.get("hub")), url=self.url,
                         balances={str(asset): str(amount) for asset, amount in balances.items()})
 
+    async def ledger(self, identity: Identity, *, hub_aid: str | None = None
+                     ) -> list[dict[str, Any]]:
+        """``identity``'s entries in this rail's ledger, oldest first: its credits and the
+        transfers it paid or was paid (``anet hub ledger --json`` shapes), every page."""
+        hub = hub_aid or await self.hub_aid()
+        entries: list[dict[str, Any]] = []
+        after: int | None = 0
+        while after is not None:
+            status, answer = await self._request(
+                "POST", f"ledger?after={after}", sign_balance_request(identity, hub_aid=hub))
+            page = answer.get("entries") if isinstance(answer, dict) else None
+            if status != 200 or not isinstance(page, list):
+                raise self._refusal(status, answer)
+            entries += page
+            after = answer.get("next") if isinstance(answer.get("next"), int) else None
+        return entries
+
     async def void(self, identity: Identity, *, hub_aid: str, task: str,
                    nonces: list[str]) -> list[Decision]:
         """Withdraw ``identity``'s authorizations ``nonces`` for ``task``: the rail's decision
