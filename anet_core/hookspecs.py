@@ -486,8 +486,10 @@ def anet_requester_cancel(node: Node, turn: RequesterTurn) -> CancelCheck | None
     """Have a say on the client's cancel of a task this node sent, before it takes effect.
 
     Called by the task layer for each cancel of an open requester task (``CancelTask`` on the
-    local A2A endpoint, the MCP tool ``cancel_task``), in hook order, stopping at the first
-    non-None result; ``turn.message`` is None. The core awaits ``check.run(turn)`` with no other
+    local A2A endpoint, the MCP tool ``cancel_task``), and before the node gives up on a task
+    that went silent (``no_response``: a refusal keeps it waiting another
+    ``no_response_after``), in hook order, stopping at the first non-None result;
+    ``turn.message`` is None. The core awaits ``check.run(turn)`` with no other
     turn of the task running (so no payment is signed meanwhile), then: a
     :class:`CancelVerdict` with ``refused`` leaves the task going on and answers the client
     TaskNotCancelableError with that reason; without, the cancel takes effect (the task ends

@@ -259,7 +259,8 @@ class TaskLayer:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self._services.run(self.requester.fail_silent_tasks(after, time.time()))
+                await self._services.run(
+                    await self.requester.fail_silent_tasks(after, time.time()))
             except Exception:
                 log.exception("event=silence-check-failed")
 

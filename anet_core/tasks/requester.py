@@ -397,24 +397,43 @@ class Requester:
 
     # --- what this node decides ------------------------------------------------------------
 
-    def fail_silent_tasks(self, no_response_after: float, now: float) -> Effects:
-        """Fail tasks that waited longer than ``no_response_after`` seconds for any word."""
+    async def fail_silent_tasks(self, no_response_after: float, now: float) -> Effects:
+        """Fail tasks that waited longer than ``no_response_after`` seconds for any word. The
+        modules have their say first, as on a cancel (module x402 voids a payment at its rail:
+        a task whose payment settled is not given up); one they keep waits another period."""
         effects = Effects()
-        for stored in self._store.tasks_in_states(TaskRole.REQUESTER, ACTIVE_TASK_STATES):
-            if now - stored.last_heard_at < no_response_after:
+        for silent in self._store.tasks_in_states(TaskRole.REQUESTER, ACTIVE_TASK_STATES):
+            if now - silent.last_heard_at < no_response_after:
                 continue
-            with self._store.transaction(durable=False):
-                reached_hub = self._may_have_left(stored)
-                self._store.outbox_withdraw(stored.id)
-                note = (f"No answer from {stored.peer_aid} for {no_response_after:g} s"
-                        if reached_hub else
-                        f"The message could not be handed to the hub for {no_response_after:g} s")
-                self._finish_here(stored, TaskState.TASK_STATE_FAILED, Reason.NO_RESPONSE,
-                                  EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE,
-                                  note, effects)
-                self._services.keep(effects)
+            async with self.turns.locks.hold(silent.id):
+                stored = self._store.get_task(silent.id, role=TaskRole.REQUESTER)
+                if stored is None or not state_of(stored.task).is_active \
+                        or now - stored.last_heard_at < no_response_after:
+                    continue  # it moved on while another turn ran
+                verdict = await self.turns.cancel(stored)
+                for kind, data in verdict.evidence:
+                    effects.record(kind, **data)
+                with self._store.transaction(durable=False):
+                    if verdict.refused is None:
+                        note = self._give_up(stored, no_response_after, effects)
+                    else:
+                        stored.last_heard_at = time.time()
+                        self._store.save_task(stored)
+                        note = f"kept: {verdict.refused}"
+                    self._services.keep(effects)
             log.warning("event=task-silent task=%s note=%r", stored.id, note)
         return effects
+
+    def _give_up(self, stored: StoredTask, no_response_after: float, effects: Effects) -> str:
+        """Fail a silent task here (inside a transaction); the note it ends with."""
+        reached_hub = self._may_have_left(stored)
+        self._store.outbox_withdraw(stored.id)
+        note = (f"No answer from {stored.peer_aid} for {no_response_after:g} s" if reached_hub
+                else f"The message could not be handed to the hub for {no_response_after:g} s")
+        self._finish_here(stored, TaskState.TASK_STATE_FAILED, Reason.NO_RESPONSE,
+                          EffectStatus.POSSIBLE if reached_hub else EffectStatus.NONE, note,
+                          effects)
+        return note
 
     def on_refused(self, entry: OutboxEntry, error: HubError) -> Effects:
         """The hub refused a message for good: a task still waiting fails (hub_refused)."""

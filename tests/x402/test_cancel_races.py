@@ -41,7 +41,13 @@ from anet_x402 import plugin as x402_plugin
 from anet_x402.signer_service import SIGNER
 from tests.support.messages import user_message
 from tests.support.nodes import plugins_with, prepare, running_node
-from tests.support.outcomes import COMPLETED, TERMINAL, assert_one_outcome, state_of
+from tests.support.outcomes import (
+    COMPLETED,
+    TERMINAL,
+    assert_one_outcome,
+    chain_records,
+    state_of,
+)
 from tests.support.processes import HubProcess, free_port
 from tests.support.waiting import eventually
 from tests.x402.rail_proxy import Hold, Moment, RailProxy
@@ -139,8 +145,9 @@ class Race:
 
 
 @asynccontextmanager
-async def race(root: Path) -> AsyncIterator[Race]:
-    """The hub process, bob and alice through the proxy, alice credited 1.00 USD."""
+async def race(root: Path, *, no_response_after: str | None = None) -> AsyncIterator[Race]:
+    """The hub process, bob and alice through the proxy, alice credited 1.00 USD (and giving
+    up on a silent task after ``no_response_after``)."""
     hub = HubProcess(root / "hub", free_port())
     await asyncio.to_thread(hub.start)
     worker = Worker()
@@ -149,7 +156,8 @@ async def race(root: Path) -> AsyncIterator[Race]:
             prepare(root / "bob", modules={"x402": {"prices": PRICES}},
                     node={"name": "bob", "skills": [{"id": SKILL, "name": "Summarize"},
                                                     {"id": DEAR, "name": "Review"}]})
-            prepare(root / "alice", modules={"x402": TIERS})
+            prepare(root / "alice", modules={"x402": TIERS}, **(
+                {"node": {"no_response_after": no_response_after}} if no_response_after else {}))
             bob = await stack.enter_async_context(running_node(
                 root / "bob", plugins_with(x402_plugin, worker), hub_url=proxy.url))
             alice = await stack.enter_async_context(running_node(
@@ -343,3 +351,36 @@ async def test_the_hub_killed_after_it_voided_ends_the_task_canceled_at_the_paye
                          "alice's task canceled by bob's update", RESTART_S)
         await net.outcome(task_id, paid=False)
         assert (await net.cancel_refused(task_id)).reason == "task-not-cancelable"
+
+
+async def test_a_silent_paid_task_is_given_up_only_once_its_payment_is_void(
+        tmp_path: Path) -> None:
+    """alice hears nothing while bob works: before she fails the task (``no_response``) her
+    node voids the payment; bob's settle afterwards moves nothing and ends his task canceled."""
+    async with race(tmp_path, no_response_after="1s") as net:
+        task_id = await net.ask()
+        await asyncio.wait_for(net.worker.started.wait(), HOLD_S)
+        await eventually(lambda: state_of(net.alice, task_id) == "TASK_STATE_FAILED",
+                         "alice gave up on the silent task")
+        assert net.alice.tasks.get(None, task_id)["metadata"]["anet.reason"] == "no_response"
+        net.worker.finish.set()
+        await eventually(lambda: state_of(net.bob, task_id) == CANCELED,
+                         "bob's settle found the void")
+        await net.outcome(task_id, paid=False)
+
+
+async def test_a_silent_task_whose_payment_settled_is_not_given_up(tmp_path: Path) -> None:
+    """The hub settled and bob has not heard it: alice hears nothing for longer than her
+    ``no_response_after``, her node finds the payment settled and keeps waiting; the task
+    completes with its receipt once bob's retry recovers the settlement."""
+    async with race(tmp_path, no_response_after="1s") as net:
+        hold = net.proxy.hold("settle", Moment.AFTER_HUB)
+        task_id = await net.ask()
+        net.worker.finish.set()
+        await net.at(hold)
+        await eventually(lambda: any(record["outcome"] == "settled" for record in
+                                     chain_records(net.alice, task_id, "payment.void")),
+                         "alice's silence check found the payment settled", RESTART_S)
+        assert state_of(net.alice, task_id) not in TERMINAL
+        hold.release()
+        await net.outcome(task_id, paid=True)
