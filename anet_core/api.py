@@ -59,7 +59,7 @@ from anet_core.util.lazy import lazy
 _LAZY: dict[str, tuple[str, ...]] = {
     "anet_core.cli.context": ("CliContext",),
     "anet_core.config": ("Config", "read_raw", "write_config"),
-    "anet_core.control.client": ("AsyncControlClient",),
+    "anet_core.control.client": ("AsyncControlClient", "ControlClient"),
     "anet_core.control.guard": ("LoopbackGuard",),
     "anet_core.control.loopback": ("TokenFile", "bind_loopback"),
     "anet_core.daemon": ("configure_logging", "running_pid"),
@@ -149,6 +149,7 @@ __all__ = [
     "CliContext",
     "Config",
     "ConfigBlock",
+    "ControlClient",
     "ControlRoutes",
     "DataPaths",
     "DirectorySource",

@@ -79,6 +79,8 @@ async def test_the_chain_and_the_ledger_agree_and_a_transfer_without_receipt_is_
         await eventually(both_agree, "both chains agree with the ledger")
         for found in (await reconciled(alice), await reconciled(bob)):
             assert (found["transfers"], found["receipts"]) == (1, 1), found
+        doctor = await asyncio.to_thread(alice.json, "doctor", "x402-reconcile")
+        assert doctor["checks"][0]["status"] == "ok", doctor
         # Money that moved outside any task of alice's node: a transfer her chain cannot show.
         hub_aid = json.loads(pair.alice.paths.hub_pin.read_text())["hubAid"]
         stray = pay(pair.alice.identity, quote(hub_aid=hub_aid, payee=pair.bob.aid,
@@ -94,3 +96,6 @@ async def test_the_chain_and_the_ledger_agree_and_a_transfer_without_receipt_is_
         assert "task outside" in found["differences"][0]
         text = await asyncio.to_thread(alice.run, "balance", "--reconcile", check=False)
         assert text.returncode == 1 and moved.transaction in text.stdout
+        doctor = await asyncio.to_thread(alice.json, "doctor", "x402-reconcile")
+        [check] = doctor["checks"]
+        assert check["status"] == "warn" and moved.transaction in check["detail"], check

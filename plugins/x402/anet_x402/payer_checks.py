@@ -1,12 +1,20 @@
 """``anet doctor``'s checks of the paying side: ``x402-tiers`` (the spending tiers, and today's
-spend against ``agent_daily_max``) and ``x402-credit`` (credit at the home hub's rail). They load
-the payer's book and the rail client, none of the node's code."""
+spend against ``agent_daily_max``), ``x402-credit`` (credit at the home hub's rail) and
+``x402-reconcile`` (the evidence chain against the hub's ledger, through the running daemon).
+They load the payer's book and the rail client, none of the node's code."""
 
 from __future__ import annotations
 
 import asyncio
 
-from anet_core.api import AnetError, CheckContext, CheckResult, CheckStatus, Identity
+from anet_core.api import (
+    AnetError,
+    CheckContext,
+    CheckResult,
+    CheckStatus,
+    ControlClient,
+    Identity,
+)
 from anet_core.protocol.amounts import format_amount
 from anet_x402.balance_cli import CREDIT_HINT, MODULE
 from anet_x402.config import X402Config
@@ -76,3 +84,30 @@ async def credit_check(ctx: CheckContext) -> CheckResult:
         return CheckResult(CheckStatus.OK, "no credit at the home rail; this node pays nothing "
                                            "by itself (modules.x402 has no tiers)")
     return CheckResult(CheckStatus.OK, f"credit at the home rail: {held}", detail=found.url)
+
+
+RECONCILE_TIMEOUT_S = 15.0
+"""How long ``x402-reconcile`` waits for the daemon's comparison (the check's limit is 20 s)."""
+
+
+async def reconcile_check(ctx: CheckContext) -> CheckResult:
+    """``anet balance --reconcile`` within the check's time limit, through the running daemon
+    (which holds the chain and reaches the hub)."""
+    try:
+        await ctx.daemon_status()  # asked once for all checks: a hung daemon ends this one here
+        daemon = ControlClient(ctx.paths, timeout=RECONCILE_TIMEOUT_S)
+        found = await asyncio.to_thread(daemon.get, f"/{MODULE}/reconcile")
+    except AnetError as error:
+        if error.reason in {"daemon-not-running", "x402-not-joined"}:
+            return CheckResult(CheckStatus.SKIP, error.message, hint=error.hint)
+        return CheckResult(CheckStatus.WARN, "the hub's ledger cannot be compared with the "
+                                             "chain now", detail=error.message, hint=error.hint)
+    counts = f"{found['transfers']} transfers, {found['receipts']} receipts"
+    if found["differences"]:
+        return CheckResult(CheckStatus.WARN,
+                           f"the chain and the hub's ledger differ in "
+                           f"{len(found['differences'])} places ({counts})",
+                           detail="\n".join(found["differences"]),
+                           hint="`anet balance --reconcile` lists them (docs/payments.md, "
+                                "Reconciling)")
+    return CheckResult(CheckStatus.OK, f"the chain and the hub's ledger agree: {counts}")

@@ -61,7 +61,9 @@ def anet_doctor_checks() -> list[DoctorCheck]:
                         lazy("anet_x402.payer_checks:credit_check")),
             DoctorCheck("x402-prices", MODULE, "the prices are valid and each priced skill has "
                                                "a rail the node can reach",
-                        lazy("anet_x402.provider_checks:prices_reachable"))]
+                        lazy("anet_x402.provider_checks:prices_reachable")),
+            DoctorCheck("x402-reconcile", MODULE, "the evidence chain against the hub's ledger",
+                        lazy("anet_x402.payer_checks:reconcile_check"), timeout=20.0)]
 
 
 @hookimpl
