@@ -317,8 +317,9 @@ class Signer:
         """The client cancels the task: each authorization signed for it is voided at its rail
         first, where the ledger decides once between the void and the payee's settlement
         (docs/payments.md, "Cancel and settlement"). One settled already refuses the cancel (the
-        task completes with its receipt); a rail that cannot be asked refuses it too, nothing
-        changed. Holding the signing lock, so no payment is signed meanwhile."""
+        task completes with its receipt); a rail that does not answer refuses it too (if it took
+        the void before its answer was lost, the payee's settle finds it and ends the task).
+        Holding the signing lock, so no payment is signed meanwhile."""
         async with self._one_at_a_time():
             signed = self.book.signed_for(turn.task_id)
             if not signed:
