@@ -119,9 +119,8 @@ class PayeeFull:
 
 
 SettleOutcome = Settled | AlreadySettled | Voided | Insufficient | PayeeFull
-VoidOutcome = Voided | AlreadySettled
 Decision = AlreadySettled | Voided
-"""An authorization is decided once: settled (the transfer) or void."""
+"""An authorization is decided once: settled (the transfer) or void. What a void answers."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,7 @@ class Ledger(Protocol):
         """Move the amount once: the entry, the debit and the credit in one transaction;
         nothing for a nonce that is void."""
 
-    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> VoidOutcome:
+    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> Decision:
         """Make ``(payer, nonce)`` void, unless it was settled: then that transfer. Voiding
         again answers the first void."""
 

@@ -33,7 +33,6 @@ from anet_hub.ledger import (
     SettleOutcome,
     Transfer,
     Voided,
-    VoidOutcome,
     entry_from_row,
 )
 
@@ -178,8 +177,8 @@ class PostgresLedger:
         except _Refused as refused:  # the transaction rolled back: the entry is gone
             return refused.outcome
 
-    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> VoidOutcome:
-        async def void(conn: asyncpg.Connection) -> VoidOutcome:
+    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> Decision:
+        async def void(conn: asyncpg.Connection) -> Decision:
             async with conn.transaction():
                 await _decide_alone(conn, payer, nonce)
                 decided = await _decision(conn, payer, nonce)

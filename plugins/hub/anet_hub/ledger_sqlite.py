@@ -28,7 +28,6 @@ from anet_hub.ledger import (
     SettleOutcome,
     Transfer,
     Voided,
-    VoidOutcome,
     entry_from_row,
 )
 
@@ -143,8 +142,8 @@ class SqliteLedger:
 
         return await self._transact(settle)
 
-    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> VoidOutcome:
-        def void(conn: sqlite3.Connection) -> VoidOutcome:
+    async def void(self, payer: str, nonce: str, *, task: str, now: float) -> Decision:
+        def void(conn: sqlite3.Connection) -> Decision:
             decided = _decision(conn, payer, nonce)
             if decided is not None:
                 return decided

@@ -240,9 +240,7 @@ class HubRail:
     async def balance(self, request: object) -> tuple[str, dict[str, str]]:
         """The AID that signed ``request`` (a balance request) and its balances as decimal
         strings. Raises :class:`PaymentError` (``unknown-agent`` or the request's reason)."""
-        history = await self._signer_of(request, "asks for its balance")
-        verify_balance_request(request, history, hub_aid=self.identity.aid,
-                               now=int(self._clock()))
+        history = await self._balance_requester(request, "asks for its balance")
         balances = await self.storage.ledger.balances(history.aid)
         return history.aid, {item.asset: format_amount(item.amount, item.asset)
                              for item in balances if item.asset in ASSET_DECIMALS}
@@ -253,9 +251,7 @@ class HubRail:
         ledger's entries of it, ``seq`` above ``after_seq``, at most ``limit``: its credits,
         and the transfers it paid or was paid. Raises :class:`PaymentError` as :meth:`balance`
         does."""
-        history = await self._signer_of(request, "asks for its ledger")
-        verify_balance_request(request, history, hub_aid=self.identity.aid,
-                               now=int(self._clock()))
+        history = await self._balance_requester(request, "asks for its ledger")
         return history.aid, await self.storage.ledger.entries(after_seq=after_seq, limit=limit,
                                                               aid=history.aid)
 
@@ -282,6 +278,14 @@ class HubRail:
         return history.aid, void.task, decided
 
     # -- the checks ---------------------------------------------------------------------------
+
+    async def _balance_requester(self, request: object, does: str) -> VerifiedHistory:
+        """The key history of the agent that signed ``request``, a balance request for this hub
+        (for its balance and for its ledger)."""
+        history = await self._signer_of(request, does)
+        verify_balance_request(request, history, hub_aid=self.identity.aid,
+                               now=int(self._clock()))
+        return history
 
     async def _signer_of(self, request: object, does: str) -> VerifiedHistory:
         """The key history of the agent that says it signed ``request``; :class:`PaymentError`
