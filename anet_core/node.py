@@ -18,7 +18,7 @@ from anet_core.event_loop import event_loop_name
 from anet_core.evidence import EvidenceChain
 from anet_core.identity import Identity
 from anet_core.link import HubLink
-from anet_core.link.card import card_prices
+from anet_core.link.card import card_prices, who_serves_and_charges
 from anet_core.link.client import HubClient, node_hub_client, open_hub_link
 from anet_core.metrics import NodeMetrics
 from anet_core.plugins import Plugins
@@ -164,6 +164,8 @@ class Node:
             "listeners": [listener.as_dict() for listener in self.listeners.values()],
             "modules": sorted(self.plugins.modules),
             "hub": self.hub.status.as_dict(),
+            "card": who_serves_and_charges(
+                self.plugins.collect("anet_card_skills", node=self)),
         }
 
     async def run(self) -> None:

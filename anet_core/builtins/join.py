@@ -1,6 +1,6 @@
 """The node's side of its home hub: ``anet join``, the ``/hub/`` control routes
-(anet_core.builtins.join_routes, loaded by the daemon only) and the ``hub-connection`` doctor
-check."""
+(anet_core.builtins.join_routes, loaded by the daemon only), and the doctor checks of the link
+(``hub-connection``) and of the card it publishes (``card-charge``)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,39 @@ async def hub_connection(ctx: CheckContext) -> CheckResult:
                             "the daemon's log says why the hub is unreachable")
 
 
+async def card_charge(ctx: CheckContext) -> CheckResult:
+    """A price for some skills and a backend for every task, with no price for every task: a
+    client that names no skill (most A2A clients name none) is served for free what the prices
+    charge for (docs/payments.md, "Charging for skills")."""
+    from anet_core.protocol.tasks import ANY_SKILL
+
+    status = await ctx.daemon_status()
+    if status is None:
+        return CheckResult(CheckStatus.SKIP, "the daemon is not running",
+                           hint="start it with `anet up`")
+    card = status["card"]
+    prices: dict[str, str] = card["prices"]
+    if not prices:
+        return CheckResult(CheckStatus.OK, "no skill is priced")
+    if ANY_SKILL in prices:
+        return CheckResult(CheckStatus.OK, 'every task is priced ("*" too)')
+    if not card["catchAll"]:
+        return CheckResult(CheckStatus.OK, f"priced: {', '.join(sorted(prices))}; no backend "
+                                           "serves every task")
+    serving = " and ".join(card["catchAll"])
+    charging = " and ".join(sorted(set(prices.values())))
+    return CheckResult(
+        CheckStatus.WARN, f"a task that names no skill is served for free, by the backend for "
+                          f"\"*\" (module {serving})",
+        detail=f"module {charging} prices {', '.join(sorted(prices))} and not \"*\": a client "
+               "that names no skill gets no price, and that backend serves it",
+        hint=f'give "*" a price too (module {charging}: every task no other price names), or '
+             'give each skill a backend of its own instead of "*"')
+
+
 @hookimpl
 def anet_doctor_checks() -> list[DoctorCheck]:
     return [DoctorCheck("hub-connection", "core", "the node is registered at its home hub",
-                        hub_connection)]
+                        hub_connection),
+            DoctorCheck("card-charge", "core", "no backend serves for free the tasks a price "
+                        "is meant for", card_charge)]

@@ -1,6 +1,7 @@
-"""Tasks: ``anet send``, ``tasks``, ``task``, ``inbox``, ``reply``, ``reject``, ``policy``,
-``trust``, and the ``/tasks/`` control routes they call (anet_core.builtins.tasks_routes, loaded
-by the daemon only; the daemon is reached only through them).
+"""Tasks: ``anet send``, ``tasks``, ``task``, ``cancel``, ``inbox``, ``reply``, ``reject``,
+``policy``, ``trust``, and the ``/tasks/`` control routes they call
+(anet_core.builtins.tasks_routes, loaded by the daemon only; the daemon is reached only through
+them).
 """
 
 from __future__ import annotations
@@ -121,6 +122,17 @@ def _run_task(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
+def _run_cancel(args: argparse.Namespace, ctx: CliContext) -> int:
+    """A refusal (the task ended, its payment is being settled…) is the daemon's error, with
+    the reason and what to do, printed where every error is."""
+    task = ctx.daemon.post("/tasks/cancel", {"taskId": args.task_id})
+    if args.json:
+        ctx.print_json(task)
+    else:
+        print(f"task {task['id']}: {_state(task).word}")
+    return 0
+
+
 # --- provider commands ---------------------------------------------------------------------------
 
 
@@ -231,6 +243,8 @@ def anet_cli_commands() -> list[CliCommand]:
                    module="core"),
         CliCommand("task", "show one task, sent or received", configure_task, _run_task,
                    module="core"),
+        CliCommand("cancel", "cancel a task this node sent (refused once its payment settled)",
+                   configure_task, _run_cancel, module="core"),
         CliCommand("inbox", "tasks other agents sent that wait for you", _json_flag, _run_inbox,
                    module="core"),
         CliCommand("reply", "answer a task in the inbox (completes it, with a signed receipt)",

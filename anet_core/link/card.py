@@ -150,6 +150,21 @@ def card_prices(skill_sources: Callable[[], list[SkillSource]]) -> dict[str, dic
     return prices
 
 
+def who_serves_and_charges(sources: list[SkillSource]) -> dict[str, Any]:
+    """What the card's sources say about who serves which tasks and who charges for them (the
+    ``card`` of ``anet status --json``, read by the doctor's ``card-charge``): ``catchAll``,
+    the modules whose backend serves every task no skill of its own names (``match`` ``"*"``:
+    a task that names no skill too); ``prices``, each priced skill id (:data:`ANY_SKILL` for
+    every task no other price names) and the module that charges for it."""
+    prices: dict[str, str] = {}
+    for source in sources:
+        for skill in source.prices:
+            prices.setdefault(skill, source.module)
+    return {"catchAll": sorted({source.module for source in sources
+                                if source.backend == ANY_SKILL}),
+            "prices": dict(sorted(prices.items()))}
+
+
 def priced_skills(skill_sources: Callable[[], list[SkillSource]]) -> frozenset[str]:
     """The ids of the card's skills that some module prices."""
     return frozenset(card_prices(skill_sources))

@@ -17,7 +17,7 @@ import pytest
 from anet_core.settings import DataPaths
 from anet_core.util.fsutil import write_private
 
-STATUS_CHECKS = ("daemon", "hub-connection")
+STATUS_CHECKS = ("daemon", "hub-connection", "card-charge")
 OTHER_CHECKS = ("config-valid", "data-dir", "secrets-private", "identity")
 
 

@@ -1,5 +1,5 @@
 """A real hub (`anet hub serve`) and two real daemons (`anet up`) on loopback, driven through the
-real `anet` CLI in temporary data directories: send, inbox, reply, receipts, strangers,
+real `anet` CLI in temporary data directories: send, inbox, reply, cancel, receipts, strangers,
 restarts of all three processes mid-task, unregistered nodes and bad input."""
 
 from __future__ import annotations
@@ -92,6 +92,11 @@ def test_stranger_multi_turn_wait_and_bad_input(network: Network) -> None:
 
     waited = alice.run("send", bob.aid, "quick one", "--wait", "--timeout", "1", check=False)
     assert waited.returncode == 3  # still waiting in bob's inbox
+    waiting = alice.json("tasks")["tasks"][0]["id"]
+    assert alice.run("cancel", waiting).stdout == f"task {waiting}: canceled\n"
+    wait_for(lambda: waiting not in {item["id"] for item in bob.json("inbox")}, "bob stopped")
+    again = alice.run("cancel", waiting, check=False)
+    assert again.returncode == 1 and "already canceled" in again.stderr, again.stderr
 
     for args, needle in ((("send", "not-an-aid", "x"), "'not-an-aid' is not an AID"),
                          (("send", "a" * 32, "x"), "a" * 32),

@@ -1,6 +1,6 @@
 """The one-outcome invariant of a priced task (docs/payments.md, "Cancel and settlement"), for
 every test that races or breaks a payment: whatever happened, the hub's ledger, both nodes'
-tasks and the payee's evidence chain tell one story.
+tasks and both evidence chains tell one story.
 
 - **paid**: exactly one transfer for the task in the ledger; the task completed on both nodes;
   the payer's task carries that transfer's receipt (successful, its settlement's transaction)
@@ -11,8 +11,10 @@ tasks and the payee's evidence chain tell one story.
 
 And the ledger is conserved either way. :func:`outcome_problems` names what does not hold (empty
 when all does); :func:`assert_one_outcome` waits until it holds (messages and records arrive a
-moment after the step that made them) and fails listing the problems at its deadline. Needs the
-hub module (the ledger is read from the hub's storage).
+moment after the step that made them) and fails listing the problems at its deadline. The nodes
+are named by their data directories and asked through their control planes, as an operator
+would (``anet task``): a node in the test's loop and a daemon process, restarted or not, are
+checked alike. Needs the hub module (the ledger is read from the hub's storage).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from anet_core.api import AnetError, AsyncControlClient
 from anet_core.node import Node
+from anet_core.settings import DataPaths
 from tests.support.payments import assert_conserved, ledger_totals_async
 from tests.support.waiting import STEP_TIMEOUT_S
 
@@ -38,16 +42,26 @@ def state_of(node: Node, task_id: str) -> str | None:
     return None if stored is None else stored.state
 
 
-def chain_records(node: Node, task_id: str, kind: str) -> list[dict[str, Any]]:
-    """The data of the records of ``kind`` about ``task_id`` appended to ``node``'s chain."""
-    chain = node.paths.evidence_chain
+def chain_records(paths: DataPaths, task_id: str, kind: str) -> list[dict[str, Any]]:
+    """The data of the records of ``kind`` about ``task_id`` appended to the chain of the node
+    in ``paths``."""
+    chain = paths.evidence_chain
     lines = chain.read_text(encoding="utf-8").splitlines() if chain.exists() else []
     records = (json.loads(line) for line in lines)
     return [record["data"] for record in records
             if record["kind"] == kind and record["data"].get("taskId") == task_id]
 
 
-async def outcome_problems(hub_data: Path, payer: Node, payee: Node, task_id: str, *,
+async def task_on(paths: DataPaths, task_id: str) -> dict[str, Any] | str:
+    """The task as the node in ``paths`` holds it (A2A JSON), or why it cannot be read."""
+    async with AsyncControlClient(paths, timeout=10) as control:
+        try:
+            return dict(await control.get(f"/tasks/task/{task_id}"))
+        except AnetError as error:
+            return f"{error.reason}: {error.message}"
+
+
+async def outcome_problems(hub_data: Path, payer: DataPaths, payee: DataPaths, task_id: str, *,
                            paid: bool | None = None) -> list[str]:
     """What breaks the invariant for ``task_id`` now (``paid``: the outcome the test expects,
     None for either); empty when it holds."""
@@ -59,24 +73,29 @@ async def outcome_problems(hub_data: Path, payer: Node, payee: Node, task_id: st
     moved = bool(transfers)
     if paid is not None and moved != paid:
         problems.append("the hub moved the money" if moved else "the hub moved no money")
-    for node, side in ((payer, "the payer"), (payee, "the payee")):
-        state = state_of(node, task_id)
+    tasks = {side: await task_on(paths, task_id) for paths, side in ((payer, "the payer"),
+                                                                     (payee, "the payee"))}
+    for side, task in tasks.items():
+        if isinstance(task, str):
+            problems.append(f"{side}'s task cannot be read: {task}")
+            continue
+        state = task["status"]["state"]
         if state not in TERMINAL:
             problems.append(f"{side}'s task is {state}, not ended")
         elif moved != (state == COMPLETED):
             problems.append(f"{side}'s task ended {state}, and the hub moved "
                             f"{'the' if moved else 'no'} money")
-    task = payer.store.get_task(task_id)
-    metadata = (task.task["status"].get("message") or {}).get("metadata", {}) if task else {}
+    task = tasks["the payer"] if isinstance(tasks["the payer"], dict) else None
+    metadata = (task["status"].get("message") or {}).get("metadata", {}) if task else {}
     receipts = [receipt for receipt in metadata.get("x402.payment.receipts", [])
                 if receipt.get("success")]
-    chains = {side: chain_records(node, task_id, "payment.receipt")
-              for node, side in ((payer, "payer"), (payee, "payee"))}
+    chains = {side: chain_records(paths, task_id, "payment.receipt")
+              for paths, side in ((payer, "payer"), (payee, "payee"))}
     if moved:
         transaction = transfers[0].transaction
         if [receipt.get("transaction") for receipt in receipts][-1:] != [transaction]:
             problems.append(f"the payer's task has no receipt of {transaction}")
-        if task is not None and task.task["metadata"].get("anet.receipt_verified") is not True:
+        if task is not None and task["metadata"].get("anet.receipt_verified") is not True:
             problems.append("the payer's task has no verified provider receipt")
         for side, records in chains.items():
             if [record["settlement"]["transaction"] for record in records] != [transaction]:
@@ -92,7 +111,7 @@ async def outcome_problems(hub_data: Path, payer: Node, payee: Node, task_id: st
     return problems
 
 
-async def assert_one_outcome(hub_data: Path, payer: Node, payee: Node, task_id: str, *,
+async def assert_one_outcome(hub_data: Path, payer: DataPaths, payee: DataPaths, task_id: str, *,
                              paid: bool | None = None, timeout: float = STEP_TIMEOUT_S) -> None:
     """Wait until :func:`outcome_problems` finds none; fail listing them at the deadline."""
     loop = asyncio.get_running_loop()

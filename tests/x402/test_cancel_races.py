@@ -3,7 +3,7 @@ in the hub's ledger and in the evidence chains (docs/payments.md, "Cancel and se
 
 A real ``anet hub serve`` process, killed and restarted where a test says; alice (every
 module, the automatic tier) pays bob (module x402 and a worker that finishes when the test
-says). Both reach the hub through a loopback proxy (tests/x402/rail_proxy) that holds one rail
+says). Both reach the hub through a loopback proxy (tests/x402/holding_proxy) that holds one rail
 request (bob's verify or settle, alice's void) before the hub or after the hub answered it.
 Each test cancels at one step and then checks :func:`tests.support.outcomes.assert_one_outcome`:
 a transfer exists exactly when the task completed, with the receipt, on both nodes; otherwise
@@ -50,7 +50,7 @@ from tests.support.outcomes import (
 )
 from tests.support.processes import HubProcess, free_port
 from tests.support.waiting import eventually
-from tests.x402.rail_proxy import Hold, Moment, RailProxy
+from tests.x402.holding_proxy import Moment, RailProxy
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -97,9 +97,6 @@ class Race:
                                            skill=skill)
         return str(task["id"])
 
-    async def at(self, hold: Hold) -> None:
-        await asyncio.wait_for(hold.reached.wait(), HOLD_S)
-
     async def cancel_refused(self, task_id: str) -> TaskNotCancelable:
         with pytest.raises(TaskNotCancelable) as refused:
             await self.alice.tasks.cancel(self.bob.aid, task_id)
@@ -124,10 +121,10 @@ class Race:
         await asyncio.wait_for(self.worker.started.wait(), HOLD_S)
         hold = self.proxy.hold("void", moment)
         canceling = self.cancel_meanwhile(task_id)
-        await self.at(hold)
+        await hold.until_reached()
         self.hub.kill()
         hold.release()
-        await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+        await hold.until_closed()
         with pytest.raises(TaskNotCancelable) as refused:
             await canceling
         assert refused.value.reason == "rail-unreachable"
@@ -140,7 +137,8 @@ class Race:
                              "the node registered at the restarted hub", RESTART_S)
 
     async def outcome(self, task_id: str, *, paid: bool) -> None:
-        await assert_one_outcome(self.hub.data, self.alice, self.bob, task_id, paid=paid)
+        await assert_one_outcome(self.hub.data, self.alice.paths, self.bob.paths, task_id,
+                                 paid=paid)
         assert len(self.worker.served) <= 1
 
 
@@ -187,13 +185,13 @@ async def test_a_cancel_before_any_payment_voids_nothing_and_moves_nothing(
 
 async def test_a_cancel_with_the_verify_in_flight_voids_the_payment(tmp_path: Path) -> None:
     async with race(tmp_path) as net:
-        hold = net.proxy.hold("verify", Moment.BEFORE_HUB)
+        hold = net.proxy.hold("verify", Moment.UNSEEN)
         task_id = await net.ask()
-        await net.at(hold)
+        await hold.until_reached()
         canceled = await net.alice.tasks.cancel(net.bob.aid, task_id)
         assert canceled["status"]["state"] == CANCELED
         hold.release(pass_on=True)  # the hub refuses it: voided
-        await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+        await hold.until_closed()
         await net.outcome(task_id, paid=False)
         assert net.worker.served == []
 
@@ -212,15 +210,15 @@ async def test_a_cancel_with_the_settle_held_before_the_hub_wins(tmp_path: Path)
     """The first race of the issue: the payee's settle is on its way, the hub has not seen it;
     the payer voids the payment, the settle that arrives after moves nothing."""
     async with race(tmp_path) as net:
-        hold = net.proxy.hold("settle", Moment.BEFORE_HUB)
+        hold = net.proxy.hold("settle", Moment.UNSEEN)
         task_id = await net.ask()
         net.worker.finish.set()
-        await net.at(hold)
+        await hold.until_reached()
         canceled = await net.alice.tasks.cancel(net.bob.aid, task_id)
         assert canceled["status"]["state"] == CANCELED
         await eventually(lambda: state_of(net.bob, task_id) == CANCELED, "bob stopped")
         hold.release(pass_on=True)
-        await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+        await hold.until_closed()
         await net.outcome(task_id, paid=False)
 
 
@@ -231,10 +229,10 @@ async def test_a_cancel_after_the_hub_settled_is_refused_and_the_task_completes(
     the official a2a-sdk client, and on the HTTP+JSON binding); the payee's retry gets the
     original settlement, and the task completes with the receipt on both nodes."""
     async with race(tmp_path) as net:
-        hold = net.proxy.hold("settle", Moment.AFTER_HUB)
+        hold = net.proxy.hold("settle", Moment.ANSWERED)
         task_id = await net.ask()
         net.worker.finish.set()
-        await net.at(hold)
+        await hold.until_reached()
         endpoint = StateDir.of(net.alice.paths)
         address = endpoint.address_file.read_text().strip()
         headers = {"Authorization": f"Bearer {endpoint.token_file.read_text().strip()}"}
@@ -273,10 +271,10 @@ async def test_a_void_whose_cancel_never_left_ends_the_task_at_the_payees_settle
     """alice voided, then stopped, with bob's settle held before the hub: the rail refuses
     it (``authorization_voided``), bob ends the task canceled, and alice's task follows."""
     async with race(tmp_path) as net:
-        hold = net.proxy.hold("settle", Moment.BEFORE_HUB)
+        hold = net.proxy.hold("settle", Moment.UNSEEN)
         task_id = await net.ask()
         net.worker.finish.set()
-        await net.at(hold)
+        await hold.until_reached()
         await net.alice_voided_then_stopped(task_id)
         hold.release(pass_on=True)
         await eventually(lambda: state_of(net.alice, task_id) == CANCELED,
@@ -293,9 +291,9 @@ async def test_a_void_whose_cancel_never_left_ends_the_task_at_the_payees_settle
 async def test_a_void_whose_cancel_never_left_ends_the_task_at_the_payees_verify(
         tmp_path: Path) -> None:
     async with race(tmp_path) as net:
-        hold = net.proxy.hold("verify", Moment.BEFORE_HUB)
+        hold = net.proxy.hold("verify", Moment.UNSEEN)
         task_id = await net.ask()
-        await net.at(hold)
+        await hold.until_reached()
         await net.alice_voided_then_stopped(task_id)
         hold.release(pass_on=True)
         await eventually(lambda: state_of(net.alice, task_id) == CANCELED,
@@ -310,7 +308,7 @@ async def test_a_cancel_while_the_hub_is_down_is_refused_and_the_task_goes_on(
     rail, and refuses the cancel (``rail-unreachable``); nothing changed. After the restart
     the work ends, settles, and the task completes with its receipt."""
     async with race(tmp_path) as net:
-        task_id, _ = await net.cancel_as_the_hub_dies(Moment.BEFORE_HUB)
+        task_id, _ = await net.cancel_as_the_hub_dies(Moment.UNSEEN)
         assert state_of(net.alice, task_id) not in TERMINAL  # nothing changed
         await net.restart_hub()
         net.worker.finish.set()
@@ -325,9 +323,9 @@ async def test_a_void_whose_answer_was_lost_is_asked_again_and_the_cancel_wins(
     async with race(tmp_path) as net:
         task_id = await net.ask()
         await asyncio.wait_for(net.worker.started.wait(), HOLD_S)
-        hold = net.proxy.hold("void", Moment.AFTER_HUB)
+        hold = net.proxy.hold("void", Moment.ANSWERED)
         canceling = net.cancel_meanwhile(task_id)
-        await net.at(hold)
+        await hold.until_reached()
         hold.release()  # the answer is dropped
         canceled = await canceling
         assert canceled["status"]["state"] == CANCELED
@@ -343,7 +341,7 @@ async def test_the_hub_killed_after_it_voided_ends_the_task_canceled_at_the_paye
     settle finds the void, bob ends the task canceled, and alice's task follows. Nothing
     moved, and a cancel asked again is answered as the task now is."""
     async with race(tmp_path) as net:
-        task_id, refused = await net.cancel_as_the_hub_dies(Moment.AFTER_HUB)
+        task_id, refused = await net.cancel_as_the_hub_dies(Moment.ANSWERED)
         assert "ends canceled if the rail took the void" in refused.message
         await net.restart_hub()
         net.worker.finish.set()
@@ -374,12 +372,12 @@ async def test_a_silent_task_whose_payment_settled_is_not_given_up(tmp_path: Pat
     ``no_response_after``, her node finds the payment settled and keeps waiting; the task
     completes with its receipt once bob's retry recovers the settlement."""
     async with race(tmp_path, no_response_after="1s") as net:
-        hold = net.proxy.hold("settle", Moment.AFTER_HUB)
+        hold = net.proxy.hold("settle", Moment.ANSWERED)
         task_id = await net.ask()
         net.worker.finish.set()
-        await net.at(hold)
+        await hold.until_reached()
         await eventually(lambda: any(record["outcome"] == "settled" for record in
-                                     chain_records(net.alice, task_id, "payment.void")),
+                                     chain_records(net.alice.paths, task_id, "payment.void")),
                          "alice's silence check found the payment settled", RESTART_S)
         assert state_of(net.alice, task_id) not in TERMINAL
         hold.release()

@@ -6,7 +6,7 @@ time: no money moved twice, none lost, the task ends (or waits with a reason), a
 sum is conserved.
 
 A real ``anet hub serve`` process; alice and bob are real nodes in this process, bob (module
-x402, a worker serving the priced skill) joined through a loopback proxy (tests/x402/rail_proxy)
+x402, a worker serving the priced skill) joined through a loopback proxy (tests/x402/holding_proxy)
 that can hold one of his rail requests before or after the hub, so each moment is reached
 deterministically and the hub is killed exactly there."""
 
@@ -36,6 +36,7 @@ from tests.support.nodes import plugins_with, prepare, running_node
 from tests.support.payments import LedgerTotals, assert_ledger_conserved, ledger_totals
 from tests.support.processes import HubProcess, free_port
 from tests.support.waiting import eventually
+from tests.x402.holding_proxy import Hold, Moment, RailProxy
 from tests.x402.payee import (
     PRICES,
     SKILL,
@@ -45,7 +46,6 @@ from tests.x402.payee import (
     quote_of,
     submitted,
 )
-from tests.x402.rail_proxy import Hold, Moment, RailProxy
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -166,14 +166,14 @@ async def network(tmp_path: Path) -> AsyncIterator[Network]:
 
 
 async def reached(hold: Hold) -> None:
-    await asyncio.wait_for(hold.reached.wait(), HOLD_S)
+    await hold.until_reached()
 
 
 async def kill_at(net: Network, hold: Hold) -> None:
     """Kill the hub while ``hold`` keeps its request, then let the request end unanswered."""
     net.hub.kill()
     hold.release()
-    await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+    await hold.until_closed()
 
 
 async def unreachable_twice(net: Network, task_id: str) -> None:
@@ -252,7 +252,7 @@ async def test_hub_killed_after_it_settled_before_the_payee_heard(
     retry is answered ``nonce_already_used`` with the original settlement, which the receipt
     carries. One transfer."""
     async with network(tmp_path) as net:
-        hold = net.proxy.hold("settle", Moment.AFTER_HUB)
+        hold = net.proxy.hold("settle", Moment.ANSWERED)
         task = await net.pair.ask()
         await pay(net, task)
         await reached(hold)
@@ -276,7 +276,7 @@ async def test_hub_killed_before_the_settle_reached_its_ledger(
     """The settle never reached the hub: nothing moved; the deferred settle runs once the hub
     is back, and moves the amount once."""
     async with network(tmp_path) as net:
-        hold = net.proxy.hold("settle", Moment.BEFORE_HUB)
+        hold = net.proxy.hold("settle", Moment.UNSEEN)
         task = await net.pair.ask()
         await pay(net, task)
         await reached(hold)
@@ -316,7 +316,7 @@ async def test_hub_killed_with_the_payment_in_flight(tmp_path: Path,
     async with network(tmp_path) as net:
         bob = Tripwire(net.bob, net.hub)
         task = await net.pair.ask()
-        hold = net.proxy.hold("verify", Moment.BEFORE_HUB)
+        hold = net.proxy.hold("verify", Moment.UNSEEN)
         option = quote_of(net.pair, task["id"])["accepts"][0]
         _, envelope = await net.pair.sealed(task, submitted(payment(net.pair, option)))
         bob.kill_hub_once(lambda kept: kept["id"] == envelope["id"])
@@ -324,7 +324,7 @@ async def test_hub_killed_with_the_payment_in_flight(tmp_path: Path,
         await reached(hold)
         assert bob.killed == [envelope["id"]]  # the hub died when bob kept the payment
         hold.release()
-        await asyncio.wait_for(hold.closed.wait(), HOLD_S)
+        await hold.until_closed()
         with suppress(ReasonError):
             await asyncio.wait_for(sending, RECOVERY_S)  # lost with the hub
         await eventually(lambda: "rail_unreachable" in str(net.bob.tasks.received(task["id"])),
