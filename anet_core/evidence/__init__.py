@@ -49,10 +49,12 @@ from anet_core.evidence.file import (
 )
 from anet_core.evidence.format import EvidenceHead, check_kind, record_hash
 from anet_core.evidence.verify import (
+    ChainSegment,
     EvidenceIssue,
     EvidenceReport,
     ReadRecord,
     read_records,
+    read_segment,
     verify,
 )
 
@@ -61,6 +63,7 @@ __all__ = [
     "HEAD_FILE",
     "MAX_APPEND_RECORDS",
     "MAX_HEAD_LAG",
+    "ChainSegment",
     "EvidenceChain",
     "EvidenceError",
     "EvidenceHead",
@@ -71,6 +74,7 @@ __all__ = [
     "ReadRecord",
     "check_kind",
     "read_records",
+    "read_segment",
     "record_hash",
     "verify",
 ]

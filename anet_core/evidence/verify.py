@@ -116,25 +116,65 @@ class ReadRecord:
                               "signedIn": self.signed_in}
 
 
+@dataclass(frozen=True)
+class ChainSegment:
+    """The records of a chain from a byte offset on (:func:`read_segment`)."""
+
+    records: list[ReadRecord]
+    end: int
+    """The offset after the last signed record read, which vouches for those before it: where
+    a later read of the records appended since starts. Records after it may still be cut (the
+    next append cuts records no signature vouches for), never those before."""
+    last: EvidenceHead | None
+    """The record at :attr:`end` (None when none was read): the next read must continue it."""
+
+
 def read_records(path: Path, history: VerifiedHistory, *, kind: str | None = None,
                  task: str | None = None) -> list[ReadRecord]:
     """The well-formed records of the chain at ``path``, in file order, each checked against
     ``history``; ``kind`` keeps one kind (``task.*`` a family), ``task`` one task's records.
     Read-only; :func:`verify` is what judges the chain as a whole (order, gaps, head)."""
-    checked = [(record, problem) for _, line in _lines(Path(path), [])
-               for record, problem in [_check_record(line, history)] if record is not None]
-    found = []
-    for (record, problem), voucher in zip(checked, _vouchers(checked), strict=True):
+    segment = read_segment(path, history, kind=kind, task=task)
+    assert segment is not None  # from the start, the chain continues nothing
+    return segment.records
+
+
+def read_segment(path: Path, history: VerifiedHistory, *, start: int = 0,
+                 after: EvidenceHead | None = None, kind: str | None = None,
+                 task: str | None = None) -> ChainSegment | None:
+    """The records appended after ``after``, the record that ends at byte ``start`` (the
+    :attr:`ChainSegment.end` and :attr:`ChainSegment.last` of an earlier read), read and
+    checked as :func:`read_records` reads the whole chain; None when the chain does not
+    continue ``after`` there (it was cut or rewritten since: read it from the start)."""
+    path = Path(path)
+    checked: list[tuple[dict[str, Any], str, int]] = []
+    offset = start
+    for _, line in _lines(path, [], start=start):
+        offset += len(line)
+        record, problem = _check_record(line, history)
+        if record is not None:
+            checked.append((record, problem, offset))
+    if after is not None:
+        size = path.stat().st_size if path.exists() else 0
+        first = checked[0][0] if checked else None
+        if size < start or (first is not None and (first["seq"], first["prev"])
+                            != (after.seq + 1, after.hash)):
+            return None
+    found, end, last = [], start, after
+    vouchers = _vouchers([(record, problem) for record, problem, _ in checked])
+    for (record, problem, ends_at), voucher in zip(checked, vouchers, strict=True):
         if not problem and voucher is None:
             problem = (f"record seq {record['seq']} is not signed and no signed record after it "
                        "vouches for it")
+        if not problem and voucher == record["seq"]:
+            end, last = ends_at, EvidenceHead(record["seq"], record["hash"])
         read = ReadRecord(record, problem, voucher)
         if kind is not None and not _kind_matches(record["kind"], kind):
             continue
         if task is not None and read.task_id != task:
             continue
         found.append(read)
-    return found
+    return ChainSegment(found, end, last)
 
 
 def _vouchers(records: Sequence[tuple[dict[str, Any], str]]) -> list[int | None]:
@@ -246,12 +286,15 @@ def _check_order(valid: list[tuple[int, dict[str, Any]]],
     return by_seq
 
 
-def _lines(path: Path, issues: list[EvidenceIssue]) -> Iterator[tuple[int, bytes]]:
+def _lines(path: Path, issues: list[EvidenceIssue], *,
+           start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """The complete lines of the file from byte ``start`` on (numbered from there)."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
         return
     with handle:
+        handle.seek(start)
         for line_number, line in enumerate(handle, start=1):
             if not line.endswith(b"\n"):
                 issues.append(EvidenceIssue("torn-tail", "the last line is incomplete (a crash "

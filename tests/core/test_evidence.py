@@ -24,6 +24,7 @@ from anet_core.evidence import (
     EvidenceHead,
     check_kind,
     read_records,
+    read_segment,
     record_hash,
     verify,
 )
@@ -183,6 +184,38 @@ def test_records_after_the_last_signed_one_prove_nothing_and_the_next_append_cut
     appended = EvidenceChain(path, owner).append("task.answered", {"n": 2})
     assert appended["seq"] == 2 and appended["prev"] == last["hash"]
     assert verify(path, owner.verified_history).ok and b"forged" not in path.read_bytes()
+
+
+def test_a_segment_reads_what_was_appended_since_the_last_signed_record_it_read(
+        path: Path, owner: Identity) -> None:
+    """A reader that keeps where it stopped (``end``, ``last``) reads only the records appended
+    since; an unsigned tail is read, but the next read starts before it (an append may cut
+    it); a chain that does not continue where it stopped is refused (None)."""
+    history = owner.verified_history
+    chain = fill(path, owner, 2)
+    first = read_segment(path, history)
+    assert first is not None and [read.record["seq"] for read in first.records] == [0, 1]
+    assert first.end == path.stat().st_size and first.last is not None
+    assert first.last.seq == 1
+    chain.append_all([("task.accepted", {"n": 2}), ("payment.receipt", {"n": 3})])
+    later = read_segment(path, history, start=first.end, after=first.last, kind="payment.*")
+    assert later is not None and [read.record["data"] for read in later.records] == [{"n": 3}]
+    assert later.last is not None and (later.last.seq, later.end) == (3, path.stat().st_size)
+    nothing_new = read_segment(path, history, start=later.end, after=later.last)
+    assert nothing_new is not None and nothing_new.records == [] and nothing_new.end == later.end
+    last = json.loads(lines(path)[-1])
+    data = {"n": 4}
+    with path.open("ab") as handle:  # what a crash can leave: a record no signature vouches for
+        handle.write(canonical_json({"seq": 4, "ts": last["ts"], "kind": "task.accepted",
+                                     "data": data, "prev": last["hash"], "hash": record_hash(
+                                         4, last["ts"], "task.accepted", data, last["hash"])})
+                     + b"\n")
+    tail = read_segment(path, history, start=later.end, after=later.last)
+    assert tail is not None and "not signed" in tail.records[0].problem
+    assert (tail.end, tail.last) == (later.end, later.last)
+    assert read_segment(path, history, start=later.end, after=first.last) is None
+    path.write_bytes(b"".join(lines(path)[:2]))  # cut before where the reader stopped
+    assert read_segment(path, history, start=later.end, after=later.last) is None
 
 
 def test_an_unsigned_record_changed_with_its_hash_breaks_the_link_to_its_signed_one(

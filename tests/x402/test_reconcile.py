@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
+from anet_core.evidence import EvidenceChain
+from anet_core.identity import Identity
+from anet_core.settings import DataPaths
 from anet_x402.rail import rail_url
-from anet_x402.reconcile import differences
+from anet_x402.reconcile import READ_FILE, differences, read_receipts
 from tests.support.messages import user_message
 from tests.support.payments import ledger_totals, pay, quote
 from tests.support.processes import NodeDir
@@ -55,6 +59,35 @@ def test_every_difference_names_its_transaction_and_task() -> None:
     assert "did not verify: another key" in forged
     assert "0.06 USD" in other and "0.05 USD" in other
     assert differences(ME, entries[:2], receipts[:1]) == []
+
+
+def test_the_chain_is_read_once_and_again_from_its_start_only_when_it_does_not_continue(
+        tmp_path: Path) -> None:
+    """A reconcile reads the records appended since the last one (a change to a record read
+    before is ``anet evidence verify``'s to find); a chain that does not continue what was
+    read (a new one) is read from its start."""
+    paths = DataPaths(tmp_path / "node")
+    identity = Identity.create(paths.identity)
+    chain = EvidenceChain(paths.evidence_chain, identity)
+    chain.append_all([("task.accepted", {"taskId": "t-1"}),
+                      ("payment.receipt", receipt("tx-1", "t-1"))])
+    history = identity.verified_history
+    assert [item["taskId"] for item in read_receipts(paths, history).receipts] == ["t-1"]
+    assert (paths.module_dir("x402") / READ_FILE).exists()
+    chain.append("payment.receipt", receipt("tx-2", "t-2"))
+    lines = paths.evidence_chain.read_bytes().splitlines(keepends=True)
+    paths.evidence_chain.write_bytes(lines[0] + lines[1].replace(b"t-1", b"t-9") + lines[2])
+    again = read_receipts(paths, history)
+    assert ([item["taskId"] for item in again.receipts], again.broken) == (["t-1", "t-2"], [])
+    (paths.module_dir("x402") / READ_FILE).unlink()
+    whole = read_receipts(paths, history)
+    assert [item["taskId"] for item in whole.receipts] == ["t-2"]
+    assert whole.broken == ["the chain's record 1 does not verify: record seq 1 does not match "
+                            "its hash: its content was changed"]
+    shutil.rmtree(paths.evidence_chain.parent)  # moved away: a new chain starts
+    EvidenceChain(paths.evidence_chain, identity).append("payment.receipt",
+                                                         receipt("tx-3", "t-3"))
+    assert [item["taskId"] for item in read_receipts(paths, history).receipts] == ["t-3"]
 
 
 async def test_the_chain_and_the_ledger_agree_and_a_transfer_without_receipt_is_named(
