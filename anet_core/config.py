@@ -55,12 +55,32 @@ class NodeSection(BaseModel):
         return value
 
 
+HUB_HEARTBEAT = timedelta(seconds=10)
+"""``hub.heartbeat`` by default (anet_core.link.connection says what it does)."""
+MIN_HEARTBEAT = timedelta(seconds=1)
+MAX_HEARTBEAT = timedelta(minutes=5)
+
+
 class HubSection(BaseModel):
     """``hub``: the home hub, recorded by ``anet join``."""
 
     model_config = ConfigDict(extra="forbid")
 
     url: str | None = Field(default=None, description="ws(s):// or http(s):// URL of the home hub")
+    heartbeat: GoDuration = Field(
+        default=HUB_HEARTBEAT,
+        description="After this long without a frame from the hub the node pings it; no answer "
+                    "within half of it ends the connection, and the node connects again")
+
+    @field_validator("heartbeat")
+    @classmethod
+    def _heartbeat_in_range(cls, value: timedelta) -> timedelta:
+        if not MIN_HEARTBEAT <= value <= MAX_HEARTBEAT:
+            raise ValueError(f"hub.heartbeat is {value.total_seconds():g} s: give a duration "
+                             f"from {MIN_HEARTBEAT.total_seconds():g}s to "
+                             f"{MAX_HEARTBEAT.total_seconds() / 60:g}m, e.g. \"10s\" (the "
+                             "default)")
+        return value
 
 
 class ConfigFile(BaseModel):

@@ -29,7 +29,7 @@ from anet_core.link.card import (
     priced_skills,
     refresh_card_forever,
 )
-from anet_core.link.connection import Channel, HubConnection, normalize_hub_url
+from anet_core.link.connection import HEARTBEAT_S, Channel, HubConnection, normalize_hub_url
 from anet_core.link.contract import (
     EnvelopeReceiver,
     Flush,
@@ -62,10 +62,12 @@ class HubClient:
     def __init__(self, identity: Identity, *, url: str | None, pin_path: Path,
                  card: CardContent | None = None,
                  module_skills: Callable[[], Awaitable[Skills]] | None = None,
-                 priced: Callable[[], frozenset[str]] | None = None) -> None:
+                 priced: Callable[[], frozenset[str]] | None = None,
+                 heartbeat_s: float = HEARTBEAT_S) -> None:
         self._identity = identity
         self._connection = HubConnection(identity, url=url, pin_path=pin_path,
-                                         on_open=self._opened, on_registered=self._registered)
+                                         on_open=self._opened, on_registered=self._registered,
+                                         heartbeat_s=heartbeat_s)
         self._directory = Directory(self._connection.request,
                                     lambda: self._connection.hub_history)
         self._delivery = Delivery(on_failure=self._directory.forget)
@@ -166,7 +168,8 @@ def node_hub_client(identity: Identity, config: Config, paths: DataPaths,
     return HubClient(identity, url=config.hub.url, pin_path=paths.hub_pin,
                      card=card_from_config(config.node),
                      module_skills=partial(module_skills, skill_sources),
-                     priced=partial(priced_skills, skill_sources))
+                     priced=partial(priced_skills, skill_sources),
+                     heartbeat_s=config.hub.heartbeat.total_seconds())
 
 
 @asynccontextmanager

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 from pydantic import ValidationError
 
+from anet_core.config import HUB_HEARTBEAT
 from anet_core.identity import HistoryError, Identity, VerifiedHistory, verify_history
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.signatures import verify_with_key
@@ -60,7 +61,11 @@ HANDSHAKE_TIMEOUT_S = 15.0
 FIRST_ATTEMPT_WAIT_S = 2.0
 """``start`` waits this long for the first connection attempt, so the status shown right after
 ``anet up`` is the real one rather than a guess."""
-HEARTBEAT_S = 30.0
+HEARTBEAT_S = HUB_HEARTBEAT.total_seconds()
+"""After this long without a frame from the hub, the node pings it (config.json's
+``hub.heartbeat``); no answer within half of it ends the connection: a hub that froze is left
+within 15 s, and an idle link costs one ping and its pong every 10 s (a ping from the hub
+counts as a frame, so one side pings)."""
 UNSENT_HEADERS = ("Accept", "Accept-Encoding", "User-Agent")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 RATE_LIMIT_DEADLINE_S = 30.0
@@ -180,8 +185,10 @@ class HubConnection:
 
     def __init__(self, identity: Identity, *, url: str | None, pin_path: Path,
                  on_open: Callable[[Channel], None],
-                 on_registered: Callable[[Channel], None]) -> None:
+                 on_registered: Callable[[Channel], None],
+                 heartbeat_s: float = HEARTBEAT_S) -> None:
         self._identity = identity
+        self._heartbeat_s = heartbeat_s
         self._pin_path = pin_path
         self._on_open = on_open
         self._on_registered = on_registered
@@ -346,7 +353,7 @@ class HubConnection:
         """One connection, from handshake to close. True when it got as far as registering."""
         assert self._http is not None
         ws_url = url + WS_PATH
-        async with self._http.ws_connect(ws_url, heartbeat=HEARTBEAT_S, compress=0,
+        async with self._http.ws_connect(ws_url, heartbeat=self._heartbeat_s, compress=0,
                                          max_msg_size=MAX_FRAME_BYTES,
                                          timeout=aiohttp.ClientWSTimeout(ws_close=5.0)) as ws:
             challenge = await self._receive(ws, ChallengeFrame)

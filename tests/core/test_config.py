@@ -103,6 +103,15 @@ def test_a_missing_file_means_defaults(tmp_path: Path) -> None:
     assert read_raw(tmp_path / "absent.json") == {"node": {}, "modules": {}}
     config = validate_config(tmp_path / "absent.json", {}, [])
     assert config.node.no_response_after == timedelta(minutes=15)
+    assert config.hub.heartbeat == timedelta(seconds=10)
+
+
+@pytest.mark.parametrize("heartbeat", ["0s", "500ms", "6m"])
+def test_a_heartbeat_out_of_range_is_refused_naming_the_range(tmp_path: Path,
+                                                              heartbeat: str) -> None:
+    raw = {"hub": {"heartbeat": heartbeat}}
+    with pytest.raises(AnetError, match=r"hub\.heartbeat .*from 1s to 5m"):
+        validate_config(write(tmp_path, json.dumps(raw)), raw, [])
 
 
 @pytest.mark.parametrize("text, seconds", [("0", 0), ("2m", 120), ("1h30m", 5400),

@@ -22,7 +22,6 @@ import contextlib
 import functools
 import logging
 import signal
-import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -49,7 +48,12 @@ from anet_core.protocol.frames import (
     Refusal,
     SearchFrame,
 )
-from anet_hub.defaults import DEFAULT_BURST, DEFAULT_MAX_ENVELOPE_BYTES, DEFAULT_RATE_PER_SECOND
+from anet_hub.defaults import (
+    DEFAULT_BURST,
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_MAX_ENVELOPE_BYTES,
+    DEFAULT_RATE_PER_SECOND,
+)
 from anet_hub.deployment import (
     CLUSTER_EXTRA,
     SQLITE_FILE,
@@ -74,12 +78,7 @@ DEFAULT_QUEUE_TTL_S = MAX_QUEUE_TTL_S
 FRAME_SLACK_BYTES = 64 * 1024
 """WebSocket messages may exceed the envelope limit by this much, so an oversize envelope is
 answered with a clear ``envelope-too-large`` frame instead of a closed connection."""
-KEEPALIVE_IDLE_S = 30
-KEEPALIVE_INTERVAL_S = 10
-KEEPALIVE_PROBES = 3
-"""A node's connection whose peer stopped answering TCP keepalives (machine or network gone)
-ends after about a minute. The kernel keeps that watch, not a WebSocket heartbeat timer per
-connection; the node's own heartbeat (anet_core.link.connection) watches the hub."""
+MIN_HEARTBEAT_S, MAX_HEARTBEAT_S = 1.0, 300.0
 SWEEP_INTERVAL_S = 60.0
 
 
@@ -98,8 +97,14 @@ class HubConfig:
     federate: tuple[PeerHub, ...] = ()
     """Hubs of other operators this hub forwards to, and accepts forwards from."""
     federation_limits: FederationLimits = field(default_factory=FederationLimits)
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    """``--heartbeat`` (anet_hub.defaults.DEFAULT_HEARTBEAT_S says what it does)."""
 
     def __post_init__(self) -> None:
+        if not MIN_HEARTBEAT_S <= self.heartbeat_s <= MAX_HEARTBEAT_S:
+            raise ValueError(f"the heartbeat must be between {MIN_HEARTBEAT_S:g} s and "
+                             f"{MAX_HEARTBEAT_S:g} s, got {self.heartbeat_s:g}: a peer that "
+                             "froze is offline after one and a half of it")
         if not 0 < self.queue_ttl_s <= MAX_QUEUE_TTL_S:
             raise ValueError(f"the queue TTL must be between 0 and {MAX_QUEUE_TTL_S:g} s "
                              f"(recipients refuse older envelopes), got {self.queue_ttl_s:g}")
@@ -156,8 +161,9 @@ routes = web.RouteTableDef()
 @routes.get(WS_PATH)
 async def websocket(request: web.Request) -> web.StreamResponse:
     hub = request.app[STATE_KEY]
-    _keep_alive(request.transport)
-    ws = web.WebSocketResponse(compress=False,
+    # The session answers pings itself (autoping off), so that every frame counts as the
+    # peer's last sign of life (its lastSeen), a ping as much as a task.
+    ws = web.WebSocketResponse(compress=False, heartbeat=hub.config.heartbeat_s, autoping=False,
                                max_msg_size=hub.config.max_envelope_bytes + FRAME_SLACK_BYTES)
     await ws.prepare(request)
     session = Session(hub, ws, remote=request.remote or "?", transport=request.transport,
@@ -165,17 +171,6 @@ async def websocket(request: web.Request) -> web.StreamResponse:
                                                hub.config.public_url))
     await session.run()
     return ws
-
-
-def _keep_alive(transport: asyncio.BaseTransport | None) -> None:
-    sock = transport.get_extra_info("socket") if transport is not None else None
-    if sock is None or not hasattr(socket, "TCP_KEEPIDLE"):
-        return  # not TCP, or a platform without these options: the node's heartbeat remains
-    with contextlib.suppress(OSError):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE_S)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
 
 
 @functools.lru_cache(maxsize=256)
@@ -268,7 +263,8 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
             relay.router = router
         if config.federate:
             federation = FederationService(identity, {peer.aid: peer for peer in config.federate},
-                                           config.federation_limits)
+                                           config.federation_limits,
+                                           heartbeat_s=config.heartbeat_s)
             await federation.start()
             relay.federation = federation
         directory = Directory(storage, approval=config.approval, online=relay.online_among,

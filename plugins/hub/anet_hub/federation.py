@@ -56,7 +56,11 @@ from anet_core.protocol.frames import (
     answer_challenge,
     challenge_bytes,
 )
-from anet_hub.defaults import DEFAULT_FEDERATION_BURST, DEFAULT_FEDERATION_RATE_PER_SECOND
+from anet_hub.defaults import (
+    DEFAULT_FEDERATION_BURST,
+    DEFAULT_FEDERATION_RATE_PER_SECOND,
+    DEFAULT_HEARTBEAT_S,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +113,7 @@ class PeerLink:
 
     peer: PeerHub
     identity: Identity
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
     state: str = "connecting"
     """``up``, ``connecting``, or the reason of the last refusal (``not-federated``…)."""
     detail: str = ""
@@ -140,7 +145,7 @@ class PeerLink:
 
     async def _connect_once(self, http: aiohttp.ClientSession) -> None:
         ws_url = self.peer.url + WS_PATH
-        async with http.ws_connect(ws_url, heartbeat=30.0, max_msg_size=0) as ws:
+        async with http.ws_connect(ws_url, heartbeat=self.heartbeat_s, max_msg_size=0) as ws:
             challenge = await self._receive(ws, ChallengeFrame)
             self._check_peer(challenge)
             await ws.send_str(json.dumps(answer_challenge(
@@ -228,6 +233,7 @@ class FederationService:
     identity: Identity
     peers: dict[str, PeerHub]
     limits: FederationLimits = field(default_factory=FederationLimits)
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
     links: dict[str, PeerLink] = field(default_factory=dict)
     _homes: dict[str, tuple[str, float]] = field(default_factory=dict)
     _buckets: dict[str, TokenBucket] = field(default_factory=dict)
@@ -237,7 +243,7 @@ class FederationService:
     async def start(self) -> None:
         self._http = aiohttp.ClientSession()
         for peer in self.peers.values():
-            link = self.links[peer.aid] = PeerLink(peer, self.identity)
+            link = self.links[peer.aid] = PeerLink(peer, self.identity, self.heartbeat_s)
             self._tasks.append(asyncio.create_task(link.run_forever(self._http)))
 
     async def close(self) -> None:

@@ -44,6 +44,10 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--queue-ttl", default="168h", metavar="DURATION",
                        help="how long envelopes wait for an offline node (default 168h, "
                             "the most recipients accept)")
+    serve.add_argument("--heartbeat", default=f"{defaults.DEFAULT_HEARTBEAT_S:g}s",
+                       metavar="DURATION",
+                       help="ping a node or federated hub silent for this long; no pong within "
+                            "half of it ends its connection (default %(default)s)")
     serve.add_argument("--max-storage-mb", type=int, metavar="MB",
                        help="cap hub.db at this size; writes beyond it are refused as "
                             "hub-storage-full")
@@ -195,7 +199,8 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
             max_storage_bytes=args.max_storage_mb * MIB if args.max_storage_mb else None,
             deployment=deployment,
             federate=tuple(PeerHub.parse(spec) for spec in args.federate),
-            federation_limits=FederationLimits(args.federation_rate, args.federation_burst))
+            federation_limits=FederationLimits(args.federation_rate, args.federation_burst),
+            heartbeat_s=parse_duration(args.heartbeat).total_seconds())
     except ValueError as error:
         raise AnetError("hub-bad-option", str(error), hint="see `anet hub serve --help`") from None
     configure_logging(ctx.settings, to_file=None)

@@ -56,12 +56,14 @@ log = logging.getLogger(__name__)
 APPROVAL_POLL_S = 1.0
 """How often a pending session looks whether ``anet hub approve`` (another process) approved it."""
 NONCE_BYTES = 32
-_ENDED = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED)
+_ENDED = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR)
+"""What ``receive`` returns as a connection ends (its heartbeat unanswered, too): no frame of
+the peer's, so no sign of life."""
 
 
 class Session:
-    __slots__ = ("_tasks", "aid", "challenge", "conn", "hub", "peer_hub", "remote", "transport",
-                 "ws")
+    __slots__ = ("_tasks", "aid", "challenge", "conn", "hub", "last_frame_at", "peer_hub",
+                 "remote", "transport", "ws")
 
     def __init__(self, hub: HubState, ws: web.WebSocketResponse, *, remote: str,
                  transport: asyncio.Transport | None, authorities: frozenset[str]) -> None:
@@ -75,6 +77,9 @@ class Session:
         self.aid: str | None = None
         self.peer_hub = False  # True when ``aid`` is a federated hub, not an agent
         self.conn: Connection | None = None
+        self.last_frame_at = time.time()
+        """When the peer's last frame arrived, a ping or a pong too: its ``lastSeen`` once it
+        is gone (a peer that froze is gone a heartbeat and a half later)."""
         # Work that lasts as long as the session (waiting for approval), made when needed.
         self._tasks: set[asyncio.Task[None]] | None = None
 
@@ -87,13 +92,16 @@ class Session:
             self.challenge = None  # answered: nothing asks for it again
             while True:  # not ``async for``: one coroutine frame less per open connection
                 message = await self.ws.receive()
+                if message.type in _ENDED:
+                    return
+                self.last_frame_at = time.time()
                 if message.type is WSMsgType.TEXT:
                     await self._handle_text(message.data)
+                elif message.type is WSMsgType.PING:
+                    await self.ws.pong(message.data)
                 elif message.type is WSMsgType.BINARY:
                     await self._send(ErrorFrame(reason="bad-frame",
                                                 message="frames are JSON text, not binary"))
-                elif message.type in _ENDED:
-                    return
                 # An idle connection keeps nothing of its last frame (an envelope may be large).
                 del message
         except TimeoutError:
@@ -106,7 +114,12 @@ class Session:
 
     async def _first_frame(self) -> None:
         """The answer to the challenge (``register`` or ``federate``), within its time."""
-        first = await asyncio.wait_for(self.ws.receive(), CHALLENGE_TTL_S)
+        async with asyncio.timeout(CHALLENGE_TTL_S):
+            first = await self.ws.receive()
+            while first.type is WSMsgType.PING:  # a peer's heartbeat may come first
+                await self.ws.pong(first.data)
+                first = await self.ws.receive()
+        self.last_frame_at = time.time()
         if first.type is WSMsgType.TEXT:
             await self._handle_text(first.data)
 
@@ -323,7 +336,7 @@ class Session:
             await self.hub.relay.detach(self.conn)
         if self.aid is not None and not self.peer_hub:
             try:
-                await self.hub.storage.touch(self.aid, time.time())
+                await self.hub.storage.touch(self.aid, self.last_frame_at)
             except StorageError:
                 pass  # lastSeen stays at the registration time: harmless
             log.info("event=disconnected aid=%s remote=%s", self.aid, self.remote)
