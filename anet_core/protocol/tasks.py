@@ -37,6 +37,7 @@ class Reason(StrEnum):
     HUB_REFUSED = "hub_refused"
     NOT_FEDERATED = "not_federated"
     HUB_STORAGE_FULL = "hub_storage_full"
+    HUB_UNREACHABLE = "hub_unreachable"
     CANCELED_BY_REQUESTER = "canceled_by_requester"
     # Payments (docs/payments.md, "Reasons"): the task stays input-required with its quote.
     CLIENT_PAYLOAD_UNSUPPORTED = "client_payload_unsupported"

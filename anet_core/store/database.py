@@ -286,6 +286,13 @@ class Store:
         taken = tuple(self._taken)
         return (f" WHERE seq NOT IN ({_marks(taken)})", taken) if taken else ("", ())
 
+    def outbox_waited(self, task_id: str, error: str) -> None:
+        """The task's entries not yet tried count as tried once (``error`` the reason), so that
+        the hub taking them is told (``Outbox`` tells only of entries that took more than one
+        attempt): they were queued while the hub was away."""
+        self._db.execute("UPDATE outbox SET attempts = 1, last_error = ? "
+                         "WHERE task_id = ? AND attempts = 0", (error, task_id))
+
     def outbox_retry_later(self, seq: int, at: float, error: str) -> None:
         self._db.execute("UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?,"
                          " last_error = ? WHERE seq = ?", (at, error, seq))

@@ -104,8 +104,8 @@ class TaskLayer:
                                    history_length=history_length,
                                    include_artifacts=include_artifacts)
 
-    def has_sent_to(self, aid: str) -> bool:
-        return self.requester.has_sent_to(aid)
+    def knows(self, aid: str) -> bool:
+        return self.requester.knows(aid)
 
     async def cancel(self, aid: str | None, task_id: str) -> dict[str, Any]:
         return await self.requester.cancel(aid, task_id)

@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 _QUEUED_HERE = frozenset({TaskMessage.model_fields["type"].default,
                           TaskCancel.model_fields["type"].default})
 """The bodies this side queues in the outbox."""
+WAITING_FOR_THE_HUB = frozenset({Reason.HUB_STORAGE_FULL, Reason.HUB_UNREACHABLE})
+"""What a task says while its message waits for the hub; the hub taking it ends that."""
 
 
 class Requester:
@@ -88,8 +90,12 @@ class Requester:
         - (contextId, messageId) already sent to ``aid``: the existing task, nothing is sent;
         - no contextId and no taskId: a new task in a new context (never matched to earlier ones);
         - a taskId: continues that task when it waits for input (multi-turn);
-        - refused without creating a task when the node is not registered at its hub, when
-          ``aid`` is unknown, or when the message is invalid (:class:`TaskError`).
+        - while the hub cannot be reached (or cannot describe ``aid``), held: the message waits
+          in the outbox and leaves when the hub is back, and a new task says why it waits
+          (``hub_unreachable``), provided this node knows ``aid`` (:meth:`knows`);
+        - refused without creating a task when the node has not joined a hub or waits for its
+          approval, when ``aid`` is unknown (or unknown to this node while the hub is away), or
+          when the message is invalid (:class:`TaskError`).
 
         ``metadata`` is the request-level metadata of the client's call; it travels beside the
         message (``task.message`` ``metadata``) to the agent, unchanged. ``blocking``: the
@@ -111,11 +117,7 @@ class Requester:
         context_id = continued.context_id if continued else parsed.context_id
         if context_id and (earlier := self._repeat(aid, context_id, parsed.message_id)):
             return earlier
-        status = self._hub.status
-        if status.state is not JoinState.REGISTERED:
-            raise TaskError("not-registered", status.sentence,
-                            hint="`anet join <hub-url>` joins a hub; `anet status` shows the state")
-        await self._peer(aid)
+        away = await self._hub_away(aid)
         if continued is not None:
             return await self._answer(continued.id, message, metadata, blocking=blocking)
         task_id, context_id = new_id(), context_id or new_id()
@@ -128,6 +130,8 @@ class Requester:
         with self._store.transaction(durable=False):
             stored = self._create(aid, message, context_id, skill, effects, metadata,
                                   task_id=task_id, refused=first, blocking=blocking)
+            if away is not None and stored.state == TaskState.TASK_STATE_SUBMITTED:
+                self._held_while_away(stored, away)
             self._services.keep(effects)
         await self._services.run(effects)
         return stored.task
@@ -190,9 +194,12 @@ class Requester:
                          state=state, since=since, page_size=page_size, page_token=page_token,
                          history_length=history_length, include_artifacts=include_artifacts)
 
-    def has_sent_to(self, aid: str) -> bool:
-        """Whether this node sent ``aid`` a task that it still keeps."""
-        return self._store.has_tasks(TaskRole.REQUESTER, aid)
+    def knows(self, aid: str) -> bool:
+        """Whether ``aid`` is an agent as far as this node can tell without its hub: the
+        directory answered for it lately, or this node keeps a task it sent it or had from
+        it."""
+        return self._hub.cached_peer(aid) is not None or any(
+            self._store.has_tasks(role, aid) for role in TaskRole)
 
     async def cancel(self, aid: str | None, task_id: str) -> dict[str, Any]:
         """Cancel the task here and ask the provider to stop; return the task. The modules have
@@ -476,13 +483,14 @@ class Requester:
     def on_accepted(self, entry: OutboxEntry) -> Effects:
         """The hub took a message of this task after more than one attempt. The task said
         ``possible`` since the message was queued, so only a task that waited for room at the
-        hub (``on_deferred``) changes: it waits no more."""
+        hub (``on_deferred``) or for the hub itself (:meth:`_held_while_away`) changes: it waits
+        no more."""
         effects = Effects()
         stored = self._open_task_of(entry)
         if stored is None:
             return effects
-        if stored.task["metadata"].get(TaskMetadata.REASON) == Reason.HUB_STORAGE_FULL:
-            set_status(stored.task, state_of(stored.task))  # the hub had room after all
+        if stored.task["metadata"].get(TaskMetadata.REASON) in WAITING_FOR_THE_HUB:
+            set_status(stored.task, state_of(stored.task))  # the hub took it after all
             set_meta(stored.task, reason=None)
             self._store.save_task(stored)
             effects.publish(stored.task, [status_event(stored.task)])
@@ -611,6 +619,45 @@ class Requester:
         if aid == self._aid:
             raise TaskError("unknown-agent", f"{aid} is this node itself, not a remote agent",
                             hint="`anet agents` lists the remote agents")
+
+    async def _hub_away(self, aid: str) -> str | None:
+        """None when the hub describes ``aid`` now; while it cannot (unreachable, or its
+        storage down), the sentence that says why, for an agent this node :meth:`knows`:
+        its message then waits in the outbox. Refused (:class:`TaskError`) before the node
+        joined a hub or while the hub has not approved it, and for an agent it does not know."""
+        status = self._hub.status
+        if status.state in (JoinState.NOT_JOINED, JoinState.PENDING):
+            raise TaskError("not-registered", status.sentence,
+                            hint="`anet join <hub-url>` joins a hub; `anet status` shows the state")
+        if status.state is JoinState.REGISTERED:
+            try:
+                await self._peer(aid)
+                return None
+            except TaskError as error:
+                if error.reason != "hub-unavailable":
+                    raise
+                why = error.message
+        else:
+            why = status.sentence
+        if not self.knows(aid):
+            raise TaskError("hub-unavailable", f"{why.rstrip('.')}. This node has exchanged no "
+                                               f"task with {aid} nor seen it in the directory "
+                                               "lately, so it cannot tell that the agent "
+                                               "exists.",
+                            hint="send again once the hub answers (`anet status` shows the "
+                                 "connection)")
+        return why
+
+    def _held_while_away(self, stored: StoredTask, why: str) -> None:
+        """A new task whose message waits for the hub: it says so (``hub_unreachable``) until
+        the hub takes the message (:meth:`on_accepted`)."""
+        note = text_message(f"{why.rstrip('.')}. The message waits here and is sent when the "
+                            "hub is back.",
+                            role="ROLE_AGENT", context_id=stored.context_id, task_id=stored.id)
+        set_status(stored.task, TaskState.TASK_STATE_SUBMITTED, message=note)
+        set_meta(stored.task, reason=Reason.HUB_UNREACHABLE)
+        self._store.save_task(stored)
+        self._store.outbox_waited(stored.id, "hub-unreachable")
 
     async def _peer(self, aid: str) -> PeerInfo:
         try:

@@ -146,10 +146,7 @@ class Endpoint:
             raise no_such_agent(agent_id)
         # An AID neither this node's tasks nor the directory know is "no such agent" on every
         # route alike; a directory that cannot be asked now does not make an agent unknown.
-        if self.node.hub.cached_peer(agent_id) is not None or \
-                self.node.tasks.has_sent_to(agent_id):
-            # Known here: the directory answered for it lately, or tasks were sent to it
-            # (whatever the directory says now).
+        if self.node.tasks.knows(agent_id):  # whatever the directory says now
             return agent_id
         try:
             await self.node.hub.peer(agent_id)
