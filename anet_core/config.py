@@ -67,6 +67,10 @@ class HubSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     url: str | None = Field(default=None, description="ws(s):// or http(s):// URL of the home hub")
+    instances: list[str] = Field(
+        default_factory=list,
+        description="Other URLs of the same hub (its other instances): the node fails over to "
+                    "them when its connection ends, in order; `anet join URL URL…` writes them")
     heartbeat: GoDuration = Field(
         default=HUB_HEARTBEAT,
         description="After this long without a frame from the hub the node pings it; no answer "

@@ -25,19 +25,25 @@ def _run_join(args: argparse.Namespace, ctx: CliContext) -> int:
     from anet_core.link.connection import normalize_hub_url
 
     try:
-        url = normalize_hub_url(args.url)
+        url, *instances = dict.fromkeys(normalize_hub_url(each) for each in args.urls)
     except ValueError as error:
         raise AnetError("hub-bad-url", str(error)) from None
     raw = read_raw(ctx.paths.config)
-    raw.setdefault("hub", {})["url"] = url
+    hub = raw.setdefault("hub", {})
+    hub["url"] = url
+    if instances:
+        hub["instances"] = instances
+    else:
+        hub.pop("instances", None)
     write_config(ctx.paths.config, raw)
     # Joining is the operator's explicit trust decision: the hub met next is pinned afresh.
     ctx.paths.hub_pin.unlink(missing_ok=True)
-    print(f"Recorded {url} as this node's home hub in {ctx.paths.config}.")
+    also = f", and its other instances {', '.join(instances)}," if instances else ""
+    print(f"Recorded {url}{also} as this node's home hub in {ctx.paths.config}.")
     if running_pid(ctx.paths) is None:
         print("Start the node with `anet up`; it registers at the hub then.")
         return 0
-    status = ctx.daemon.post("/hub/join", {"url": url})
+    status = ctx.daemon.post("/hub/join", {"url": url, "instances": instances})
     print(status["sentence"])
     return 0
 
@@ -47,7 +53,9 @@ def anet_cli_commands() -> list[CliCommand]:
     return [
         CliCommand("join", "make a hub this node's home hub and register there",
                    configure=lambda parser: parser.add_argument(
-                       "url", help="the hub's URL, e.g. ws://hub.example.org:8765"),
+                       "urls", nargs="+", metavar="url",
+                       help="the hub's URL, e.g. ws://hub.example.org:8765; then the URLs of "
+                            "its other instances, which the node fails over to"),
                    run=_run_join, module="core"),
     ]
 

@@ -21,6 +21,8 @@ async def hub_status(request: web.Request) -> web.Response:
 class JoinRequest(RequestBody):
     # An empty URL would leave the hub while config.json still names it: joining needs one.
     url: str = Field(min_length=1, pattern=r"\S")
+    instances: list[str] = Field(default_factory=list)
+    """The hub's other instances (``hub.instances``)."""
 
 
 @routes.post("/join")
@@ -28,7 +30,7 @@ async def hub_join(request: web.Request) -> web.Response:
     node = request.config_dict[NODE_KEY]
     body = await read_body(request, JoinRequest)
     try:
-        status = await node.hub.rejoin(body.url)
+        status = await node.hub.rejoin(body.url, body.instances)
     except ValueError as error:
         raise AnetError("hub-bad-url", str(error)) from None
     return web.json_response(status.as_dict())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -63,11 +63,11 @@ class HubClient:
                  card: CardContent | None = None,
                  module_skills: Callable[[], Awaitable[Skills]] | None = None,
                  priced: Callable[[], frozenset[str]] | None = None,
-                 heartbeat_s: float = HEARTBEAT_S) -> None:
+                 heartbeat_s: float = HEARTBEAT_S, instances: Sequence[str] = ()) -> None:
         self._identity = identity
         self._connection = HubConnection(identity, url=url, pin_path=pin_path,
                                          on_open=self._opened, on_registered=self._registered,
-                                         heartbeat_s=heartbeat_s)
+                                         heartbeat_s=heartbeat_s, instances=instances)
         self._directory = Directory(self._connection.request,
                                     lambda: self._connection.hub_history)
         self._delivery = Delivery(on_failure=self._directory.forget)
@@ -123,13 +123,16 @@ class HubClient:
         await self._card.refresh(url)
 
     async def reregister(self) -> None:
-        await self.rejoin(self.url)
+        urls = self._connection.urls
+        await self.rejoin(urls[0] if urls else None, urls[1:])
 
-    async def rejoin(self, url: str | None) -> JoinStatus:
-        normalized = normalize_hub_url(url) if url else None  # a bad URL leaves the link be
+    async def rejoin(self, url: str | None, instances: Sequence[str] = ()) -> JoinStatus:
+        for each in (url, *instances):  # a bad URL leaves the link be
+            if each:
+                normalize_hub_url(each)
         await self._connection.stop()
         self._directory.forget()
-        self._connection.retarget(normalized)
+        self._connection.retarget(url, instances)
         await self._connection.start()
         return self.status
 
@@ -169,7 +172,8 @@ def node_hub_client(identity: Identity, config: Config, paths: DataPaths,
                      card=card_from_config(config.node),
                      module_skills=partial(module_skills, skill_sources),
                      priced=partial(priced_skills, skill_sources),
-                     heartbeat_s=config.hub.heartbeat.total_seconds())
+                     heartbeat_s=config.hub.heartbeat.total_seconds(),
+                     instances=config.hub.instances)
 
 
 @asynccontextmanager

@@ -19,8 +19,9 @@ import contextlib
 import itertools
 import json
 import logging
+import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,11 @@ from anet_core.util.fsutil import write_atomic
 log = logging.getLogger(__name__)
 
 RECONNECT = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
-"""Jittered, so a hub restart is not met by every node at the same instant."""
+"""After a round of the hub's instances without a registration. Jittered, so a hub restart is
+not met by every node at the same instant."""
+FAILOVER_JITTER_S = 1.0
+"""A lost connection is followed by the next instance within this (drawn uniformly), so the
+nodes of an instance that died do not all reach the next one at the same instant."""
 REQUEST_TIMEOUT_S = 30.0
 HANDSHAKE_TIMEOUT_S = 15.0
 FIRST_ATTEMPT_WAIT_S = 2.0
@@ -97,8 +102,9 @@ def normalize_hub_url(url: str) -> str:
     return urlunsplit((scheme, parts.netloc.lower(), path, "", ""))
 
 
-def sentence(state: JoinState, url: str | None, since: float | None) -> str:
-    """The one sentence a user is shown for each join state."""
+def sentence(state: JoinState, url: str | None, since: float | None, others: int = 0) -> str:
+    """The one sentence a user is shown for each join state (``others``: how many more
+    instances of the hub the node tries besides ``url``)."""
     if state is JoinState.NOT_JOINED:
         return "Not joined to a hub: run `anet join <hub-url>`."
     if state is JoinState.PENDING:
@@ -106,7 +112,8 @@ def sentence(state: JoinState, url: str | None, since: float | None) -> str:
     if state is JoinState.REGISTERED:
         return f"Registered at {url}."
     when = datetime.fromtimestamp(since or time.time(), UTC).isoformat(timespec="seconds")
-    return f"Hub {url} unreachable since {when}; retrying."
+    also = f" (and its {others} other instance{'s' if others > 1 else ''})" if others else ""
+    return f"Hub {url}{also} unreachable since {when}; retrying."
 
 
 class RequestPacer:
@@ -186,16 +193,18 @@ class HubConnection:
     def __init__(self, identity: Identity, *, url: str | None, pin_path: Path,
                  on_open: Callable[[Channel], None],
                  on_registered: Callable[[Channel], None],
-                 heartbeat_s: float = HEARTBEAT_S) -> None:
+                 heartbeat_s: float = HEARTBEAT_S, instances: Sequence[str] = ()) -> None:
         self._identity = identity
         self._heartbeat_s = heartbeat_s
         self._pin_path = pin_path
         self._on_open = on_open
         self._on_registered = on_registered
         self._url: str | None = None
+        """The instance of the hub connected to now, or tried last."""
+        self._urls: tuple[str, ...] = ()
         self._state = JoinState.NOT_JOINED
         self._since: float | None = None
-        self.retarget(url)
+        self.retarget(url, instances)
         self._pacer = RequestPacer()
         self.hub_history: VerifiedHistory | None = None
         """The hub's key history as verified at the last handshake."""
@@ -210,11 +219,16 @@ class HubConnection:
     @property
     def status(self) -> JoinStatus:
         return JoinStatus(self._state, self._url, self._since,
-                          sentence(self._state, self._url, self._since))
+                          sentence(self._state, self._url, self._since, len(self._urls) - 1))
 
     @property
     def url(self) -> str | None:
         return self._url
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The hub's instances this link tries, in order (none: not joined)."""
+        return self._urls
 
     @property
     def state(self) -> JoinState:
@@ -229,9 +243,12 @@ class HubConnection:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def retarget(self, url: str | None) -> None:
-        """Connect to ``url`` from the next :meth:`start` (call it stopped)."""
-        self._url = normalize_hub_url(url) if url else None
+    def retarget(self, url: str | None, instances: Sequence[str] = ()) -> None:
+        """Connect to the hub at ``url``, or else at one of its other ``instances``, from the
+        next :meth:`start` (call it stopped)."""
+        self._urls = tuple(dict.fromkeys(normalize_hub_url(each) for each in (url, *instances)
+                                         if each)) if url else ()
+        self._url = self._urls[0] if self._urls else None
         self._set_state(JoinState.NOT_JOINED if self._url is None else JoinState.UNREACHABLE)
 
     async def start(self) -> None:
@@ -243,7 +260,7 @@ class HubConnection:
             # long as the connection lasts.
             self._http = aiohttp.ClientSession(skip_auto_headers=UNSENT_HEADERS)
         self._attempted.clear()
-        self._loop_task = asyncio.create_task(self._run(self._url), name="hub-link")
+        self._loop_task = asyncio.create_task(self._run(self._urls), name="hub-link")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._attempted.wait(), FIRST_ATTEMPT_WAIT_S)
 
@@ -330,12 +347,16 @@ class HubConnection:
 
     # -- the connection -----------------------------------------------------------------------
 
-    async def _run(self, url: str) -> None:
-        retry = 0
+    async def _run(self, urls: tuple[str, ...]) -> None:
+        """Stay connected to the hub at one of ``urls`` (its instances, in order): a connection
+        that ends is followed by the next instance at once (within :data:`FAILOVER_JITTER_S`),
+        and a round of them all without a registration by a wait (:data:`RECONNECT`)."""
+        rounds = failures = index = 0
         while True:
+            url = self._url = urls[index]
+            registered = False
             try:
-                if await self._connect_once(url):
-                    retry = 0
+                registered = await self._connect_once(url)
             except Refusal as refusal:
                 log.warning("event=hub-refused url=%s reason=%s detail=%r", url, refusal.reason,
                             refusal.message)
@@ -344,9 +365,16 @@ class HubConnection:
             if self._state is not JoinState.UNREACHABLE:
                 self._set_state(JoinState.UNREACHABLE)
             self._attempted.set()
-            delay = RECONNECT.delay(retry)
-            retry += 1
-            log.debug("event=hub-retry url=%s in=%.1fs", url, delay)
+            rounds, failures = (0, 0) if registered else (rounds, failures + 1)
+            index = (index + 1) % len(urls)
+            if failures and failures % len(urls) == 0:  # a round without a registration
+                delay = RECONNECT.delay(rounds)
+                rounds += 1
+            elif len(urls) > 1:  # the next instance
+                delay = random.uniform(0, FAILOVER_JITTER_S)
+            else:  # the one instance, whose connection just ended
+                delay = RECONNECT.delay(0)
+            log.debug("event=hub-retry url=%s in=%.1fs", urls[index], delay)
             await asyncio.sleep(delay)
 
     async def _connect_once(self, url: str) -> bool:
@@ -398,9 +426,9 @@ class HubConnection:
         return frame
 
     def _check_hub(self, url: str, challenge: ChallengeFrame) -> VerifiedHistory:
-        """The hub's verified history, the same AID as pinned at first registration, and a
-        challenge signed by its current key."""
-        pinned = self._read_pin(url)
+        """The hub's verified history, the same AID as pinned at first registration (at any of
+        its instances: one hub, one identity), and a challenge signed by its current key."""
+        pinned = self._read_pin()
         try:
             history = verify_history(challenge.hub_history, expected_aid=challenge.hub_aid,
                                      known=pinned)
@@ -453,7 +481,7 @@ class HubConnection:
 
     # -- the hub pin --------------------------------------------------------------------------
 
-    def _read_pin(self, url: str) -> VerifiedHistory | None:
+    def _read_pin(self) -> VerifiedHistory | None:
         try:
             pin = json.loads(self._pin_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -461,7 +489,7 @@ class HubConnection:
         except (OSError, ValueError) as error:
             raise Refusal("hub-pin-unreadable", f"{self._pin_path}: {error}; delete it and "
                                                 "run `anet join` again") from None
-        if pin.get("url") != url:
+        if pin.get("url") not in self._urls:
             return None  # pinned for another hub: this one is met for the first time
         try:
             return verify_history(pin["history"], expected_aid=pin["hubAid"])

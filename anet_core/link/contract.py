@@ -7,7 +7,7 @@ hub can replace it later.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -192,10 +192,11 @@ class HubLink(Protocol):
         """Register again, so the hub takes this node's new key history (after a rotation),
         then republish the card signed with the new key."""
 
-    async def rejoin(self, url: str | None) -> JoinStatus:
+    async def rejoin(self, url: str | None, instances: Sequence[str] = ()) -> JoinStatus:
         """Follow a new home hub (``anet join``): drop the connection, forget what the old hub's
-        directory said, and connect to ``url`` (None: not joined). Raises ``ValueError`` naming
-        ``url`` when it is not a hub URL."""
+        directory said, and connect to ``url``, or else to one of the hub's other
+        ``instances`` (None: not joined). Raises ``ValueError`` naming a URL that is not a
+        hub URL."""
 
     async def post_review(self, review: dict[str, Any]) -> None:
         """Publish a signed review of an agent, with the receipt that entitles it."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -41,11 +42,14 @@ class Provider:
 
 
 async def start_node(stack: AsyncExitStack, root: Path, url: str,
-                     provider: Provider | None = None) -> Node:
+                     provider: Provider | None = None, *,
+                     instances: Sequence[str] = ()) -> Node:
+    """A node in this process joined to the hub at ``url`` (and its other ``instances``),
+    registered; bob's when it has the ``provider``."""
     settings = Settings(data_dir=root)
     initialise(settings.paths)
     raw = read_raw(settings.paths.config)
-    raw["hub"] = {"url": url}
+    raw["hub"] = {"url": url, "instances": list(instances)}
     write_config(settings.paths.config, raw)
     plugins = make_plugins(load_entry_points=False)
     if provider is not None:

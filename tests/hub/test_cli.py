@@ -130,3 +130,11 @@ def test_join_records_the_hub_url(tmp_path, env):
     assert "anet up" in result.stdout
     bad = anet("join", "ftp://example.org", env=env)
     assert bad.returncode == 1 and "is not a hub URL" in bad.stderr
+    several = anet("join", "ws://a.example:8765", "https://b.example", "ws://a.example:8765",
+                   env=env)
+    assert several.returncode == 0, several.stderr
+    hub = json.loads((tmp_path / "node" / "config.json").read_text())["hub"]
+    assert (hub["url"], hub["instances"]) == ("ws://a.example:8765", ["wss://b.example"])
+    assert "and its other instances wss://b.example" in several.stdout
+    assert anet("join", "ws://c.example", env=env).returncode == 0
+    assert "instances" not in json.loads((tmp_path / "node" / "config.json").read_text())["hub"]

@@ -130,6 +130,25 @@ def down(report: list[dict[str, Any]]) -> list[str]:
     return [item["name"] for item in report if not item["ok"]]
 
 
+async def kill_under_load(alice: Node, bob: Node, provider: Provider,
+                          victim: HubProcess) -> asyncio.Task[list[str]]:
+    """alice's TASKS_UNDER_KILL tasks to bob on their way at a steady pace, and ``victim``
+    SIGKILLed once a quarter of them were served, before half were: the sending."""
+    sending = asyncio.create_task(send_tasks(alice, bob, TASKS_UNDER_KILL, "load",
+                                             pause=SEND_PAUSE_S))
+    await eventually(lambda: len(provider.served) >= TASKS_UNDER_KILL // 4,
+                     "a quarter of the tasks served")
+    victim.kill()
+    assert len(provider.served) < TASKS_UNDER_KILL // 2, "the kill came after most of the traffic"
+    return sending
+
+
+def assert_each_served_once(provider: Provider, ids: list[str]) -> None:
+    assert sorted(provider.served) == sorted(ids)
+    twice = {task_id: n for task_id, n in provider.served.items() if n != 1}
+    assert twice == {}, f"served more than once: {twice}"
+
+
 async def test_tasks_across_two_instances(cluster: Cluster, tmp_path: Path) -> None:
     first, second = cluster.add(), cluster.add()
     provider = Provider()
@@ -181,26 +200,40 @@ async def test_an_instance_killed_under_200_tasks(cluster: Cluster, tmp_path: Pa
             [bobs_port] = (Counter(balancer.connections) - before).keys()
             victim = next(i for i in cluster.instances if i.port == bobs_port)
 
-            # Sent at a steady pace, so the kill falls in the middle of the traffic.
-            sending = asyncio.create_task(send_tasks(alice, bob, TASKS_UNDER_KILL, "load",
-                                                     pause=SEND_PAUSE_S))
-            await eventually(lambda: len(provider.served) >= TASKS_UNDER_KILL // 4,
-                        "a quarter of the tasks served")
-            victim.kill()
-            killed_at = len(provider.served)
+            sending = await kill_under_load(alice, bob, provider, victim)
             ids = await asyncio.wait_for(sending, RECOVERY_S)
-            assert killed_at < TASKS_UNDER_KILL // 2, "the kill came after most of the traffic"
             await eventually(lambda: bob.hub.status.state is not JoinState.REGISTERED
                         or balancer.connections[bobs_port] == 0, "bob lost his instance")
             await all_completed(alice, ids, RECOVERY_S)
             await eventually(lambda: bob.hub.status.state is JoinState.REGISTERED,
                         "bob registered at another instance")
             assert balancer.connections[bobs_port] == 0
-            assert sorted(provider.served) == sorted(ids)
-            twice = {task_id: n for task_id, n in provider.served.items() if n != 1}
-            assert twice == {}, f"served more than once: {twice}"
+            assert_each_served_once(provider, ids)
     finally:
         balancer.stop()
+
+
+async def test_a_node_knowing_every_instance_fails_over_under_200_tasks(
+        cluster: Cluster, tmp_path: Path) -> None:
+    """No balancer: each node is joined with the URLs of the three instances (``anet join URL
+    URL URL``). bob's instance is SIGKILLed under traffic and stays down; bob fails over to the
+    next one, and every task completes, none served twice."""
+    instances = [cluster.add() for _ in range(3)]
+    urls = [instance.url for instance in instances]
+    victim, bobs_next = instances[0], instances[1]
+    provider = Provider()
+    async with AsyncExitStack() as stack:
+        bob = await start_node(stack, tmp_path / "bob", urls[0], provider, instances=urls[1:])
+        alice = await start_node(stack, tmp_path / "alice", urls[2], instances=urls[:2])
+        assert (bob.hub.status.hub_url, alice.hub.status.hub_url) == (urls[0], urls[2])
+        sending = await kill_under_load(alice, bob, provider, victim)
+        await eventually(lambda: bob.hub.status.state is JoinState.REGISTERED
+                         and bob.hub.status.hub_url == bobs_next.url,
+                         "bob registered at the next instance", RECOVERY_S)
+        ids = await asyncio.wait_for(sending, RECOVERY_S)
+        await all_completed(alice, ids, RECOVERY_S)
+        assert victim.process is None  # still down: the tasks went through the others
+        assert_each_served_once(provider, ids)
 
 
 async def test_postgres_and_nats_restart(cluster: Cluster, tmp_path: Path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from anet_core.plugins import Plugins
 from anet_core.records import SkillSource
 from tests.support.nodes import open_node, plugins_with, prepare
 from tests.support.processes import free_port
+from tests.support.waiting import eventually
 
 ALICE = {"name": "Alice", "description": "answers questions",
          "skills": [{"id": "qa", "tags": ["questions"]}]}
@@ -84,6 +86,33 @@ async def test_rejoin_follows_a_new_url(tmp_path, hub_factory):
         status = await client.rejoin(second.url)
         assert status.sentence == f"Registered at {second.url}."
         assert second.state.relay.online(identity.aid)
+    finally:
+        await client.close()
+
+
+async def test_a_link_fails_over_to_the_next_instance_that_proves_the_pinned_hub(
+        tmp_path, hub_factory, caplog):
+    """Joined with three URLs: registered at the first; once it is gone, the next is another
+    hub (another identity) and is refused, and the third, an instance of the pinned hub (its
+    identity copied), takes the node."""
+    first = await hub_factory()
+    shutil.copytree(first.config.data_dir / "identity", tmp_path / "twin" / "identity")
+    stranger, twin = await hub_factory(), await hub_factory(data_dir=tmp_path / "twin")
+    identity = Identity.create(tmp_path / "identity")
+    client = HubClient(identity, url=first.url, pin_path=tmp_path / "pin.json",
+                       instances=[stranger.url, twin.url])
+    await client.start()
+    try:
+        assert client.status.sentence == f"Registered at {first.url}."
+        await first.stop()
+        await eventually(lambda: client.status.state is JoinState.REGISTERED
+                         and client.status.hub_url == twin.url, "registered at the twin")
+        assert "reason=hub-identity-changed" in caplog.text
+        assert not stranger.state.relay.online(identity.aid)
+        await twin.stop()
+        await eventually(lambda: client.status.state is JoinState.UNREACHABLE, "all gone")
+        assert re.fullmatch(r"Hub ws://\S+ \(and its 2 other instances\) unreachable since "
+                            r"\S+; retrying\.", client.status.sentence), client.status.sentence
     finally:
         await client.close()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,7 +152,7 @@ class FakeLink:
     async def reregister(self) -> None:
         return None
 
-    async def rejoin(self, url: str | None) -> JoinStatus:
+    async def rejoin(self, url: str | None, instances: Sequence[str] = ()) -> JoinStatus:
         self.registered = url is not None
         return self.status
 
