@@ -86,7 +86,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "TaskNotCancelable", "TaskSubscription",
     ),
     "anet_core.tasks.events": ("TaskEvents",),
-    "anet_core.util.backoff": ("Backoff", "TokenBucket"),
+    "anet_core.util.backoff": ("Backoff", "Failover", "TokenBucket"),
     "anet_core.util.canonical": (
         "b64u", "canonical_json", "decode_cursor", "encode_cursor", "unb64u",
     ),
@@ -156,6 +156,7 @@ __all__ = [
     "DoctorCheck",
     "EndingTask",
     "EvidenceHead",
+    "Failover",
     "GateAction",
     "GateVerdict",
     "GoDuration",

@@ -19,7 +19,6 @@ import contextlib
 import itertools
 import json
 import logging
-import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
@@ -49,7 +48,7 @@ from anet_core.protocol.frames import (
     answer_challenge,
     challenge_bytes,
 )
-from anet_core.util.backoff import Backoff, TokenBucket
+from anet_core.util.backoff import Backoff, Failover, TokenBucket
 from anet_core.util.canonical import compact_json
 from anet_core.util.fsutil import write_atomic
 
@@ -59,8 +58,7 @@ RECONNECT = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
 """After a round of the hub's instances without a registration. Jittered, so a hub restart is
 not met by every node at the same instant."""
 FAILOVER_JITTER_S = 1.0
-"""A lost connection is followed by the next instance within this (drawn uniformly), so the
-nodes of an instance that died do not all reach the next one at the same instant."""
+"""A lost connection is followed by the next instance within this (:class:`Failover`)."""
 REQUEST_TIMEOUT_S = 30.0
 HANDSHAKE_TIMEOUT_S = 15.0
 FIRST_ATTEMPT_WAIT_S = 2.0
@@ -349,11 +347,11 @@ class HubConnection:
 
     async def _run(self, urls: tuple[str, ...]) -> None:
         """Stay connected to the hub at one of ``urls`` (its instances, in order): a connection
-        that ends is followed by the next instance at once (within :data:`FAILOVER_JITTER_S`),
-        and a round of them all without a registration by a wait (:data:`RECONNECT`)."""
-        rounds = failures = index = 0
+        that ends is followed by the next instance at once, a round of them all without a
+        registration by a wait (:class:`Failover`)."""
+        failover = Failover(urls, RECONNECT, FAILOVER_JITTER_S)
         while True:
-            url = self._url = urls[index]
+            url = self._url = failover.url
             registered = False
             try:
                 registered = await self._connect_once(url)
@@ -365,16 +363,8 @@ class HubConnection:
             if self._state is not JoinState.UNREACHABLE:
                 self._set_state(JoinState.UNREACHABLE)
             self._attempted.set()
-            rounds, failures = (0, 0) if registered else (rounds, failures + 1)
-            index = (index + 1) % len(urls)
-            if failures and failures % len(urls) == 0:  # a round without a registration
-                delay = RECONNECT.delay(rounds)
-                rounds += 1
-            elif len(urls) > 1:  # the next instance
-                delay = random.uniform(0, FAILOVER_JITTER_S)
-            else:  # the one instance, whose connection just ended
-                delay = RECONNECT.delay(0)
-            log.debug("event=hub-retry url=%s in=%.1fs", urls[index], delay)
+            delay = failover.next(connected=registered)
+            log.debug("event=hub-retry url=%s in=%.1fs", failover.url, delay)
             await asyncio.sleep(delay)
 
     async def _connect_once(self, url: str) -> bool:

@@ -1,9 +1,11 @@
-"""Waiting before trying again, and pacing requests: one backoff and one token bucket.
+"""Waiting before trying again, and pacing requests: one backoff, one failover order and one
+token bucket.
 
 The node's link reconnecting to its hub, the outbox handing a message to the hub, the link
 giving an envelope to its receiver again and the backends module retrying a forward all wait
-with :class:`Backoff`; the hub's per-node rate limit and the node's copy of it are a
-:class:`TokenBucket`.
+with :class:`Backoff`; the node's link to its hub and a hub's link to a federated hub go round
+the other's instances with :class:`Failover`; the hub's per-node rate limit and the node's copy
+of it are a :class:`TokenBucket`.
 """
 
 from __future__ import annotations
@@ -50,6 +52,43 @@ class Backoff:
         if not self.jitter:
             return ceiling
         return ceiling * (1 - self.jitter) + random.uniform(0, ceiling * self.jitter)
+
+
+@dataclass
+class Failover:
+    """Which of the URLs of one service (a hub's instances) a link tries next, and after how
+    long: a connection that ended is followed by the next URL at once (within ``jitter_s``,
+    drawn at random, so that the clients of an instance that died do not all arrive at the next
+    together); a round of them all that failed, and with one URL each failure, by a wait of
+    ``backoff``, whose steps start again after a connection."""
+
+    urls: tuple[str, ...]
+    backoff: Backoff
+    jitter_s: float = 1.0
+    index: int = 0
+    failures: int = 0
+    """Attempts in a row that got no connection."""
+    rounds: int = 0
+    """Rounds in a row that got none: the step of :attr:`backoff`."""
+
+    @property
+    def url(self) -> str:
+        """The URL to try now."""
+        return self.urls[self.index]
+
+    def next(self, *, connected: bool) -> float:
+        """Move on after an attempt at :attr:`url` (``connected``: it got a connection, which
+        has ended now); the seconds to wait before the attempt at the next one."""
+        self.failures = 0 if connected else self.failures + 1
+        if connected:
+            self.rounds = 0
+        self.index = (self.index + 1) % len(self.urls)
+        if self.failures and self.failures % len(self.urls) == 0:
+            self.rounds += 1
+            return self.backoff.delay(self.rounds - 1)
+        if len(self.urls) > 1:
+            return random.uniform(0, self.jitter_s)
+        return self.backoff.delay(0)
 
 
 class TokenBucket:

@@ -6,6 +6,7 @@ storage) and real nodes with their task layers."""
 
 from __future__ import annotations
 
+import shutil
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -130,11 +131,38 @@ async def test_a_federated_hub_is_limited_and_may_only_look_up_and_send(
     assert refused["reason"] == "not-federated" and stranger.aid in refused["message"]
 
 
+async def test_a_federation_link_fails_over_between_the_other_hubs_instances(
+        tmp_path: Path) -> None:
+    """Hub one names hub two by the URLs of its two instances (``AID@URL,URL``; the second an
+    instance with the same identity): the link comes up at the first, and at the second once
+    the first is gone."""
+    two, port = identity(tmp_path, "two"), free_port()
+    shutil.copytree(tmp_path / "two" / "identity", tmp_path / "two-b" / "identity")
+    names_one = (PeerHub(identity(tmp_path, "one").aid, f"ws://127.0.0.1:{port}"),)
+    first, second = [await RunningHub(HubConfig(data_dir=tmp_path / name,
+                                                 federate=names_one)).start()
+                     for name in ("two", "two-b")]
+    peer = PeerHub.parse(f"{two.aid}@{first.url},{second.url}")
+    one = await RunningHub(HubConfig(data_dir=tmp_path / "one", federate=(peer,)),
+                           port=port).start()
+    try:
+        link = one.state.federation.links[two.aid]
+        await eventually(lambda: link.up and link.url == first.url, "linked to the first")
+        await first.stop()
+        await eventually(lambda: link.up and link.url == second.url, "linked to the second")
+    finally:
+        for hub in (one, first, second):
+            await hub.stop()
+
+
 def test_federate_specs_are_checked() -> None:
     aid = "b" * 32
     assert PeerHub.parse(f"{aid}@ws://hub.example.org:8765/v1/ws") == PeerHub(
         aid, "ws://hub.example.org:8765")
-    for bad in ("ws://hub:1", f"{aid}@http://hub:1", "nope@ws://hub:1"):
+    assert PeerHub.parse(f"{aid}@wss://a.example/,wss://b.example/v1/ws,wss://a.example") == \
+        PeerHub(aid, "wss://a.example", ("wss://b.example",))
+    for bad in ("ws://hub:1", f"{aid}@http://hub:1", "nope@ws://hub:1",
+                f"{aid}@ws://hub:1,", f"{aid}@ws://hub:1,http://other:2"):
         with pytest.raises(ValueError, match="AID@ws://HOST:PORT"):
             PeerHub.parse(bad)
     with pytest.raises(ValueError, match="positive"):

@@ -1,4 +1,4 @@
-"""The one backoff and the one token bucket (anet_core.util.backoff)."""
+"""The one backoff, failover order and token bucket (anet_core.util.backoff)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from anet_core.util.backoff import Backoff, TokenBucket
+from anet_core.util.backoff import Backoff, Failover, TokenBucket
 
 
 def test_backoff_doubles_to_its_cap_exactly_without_jitter():
@@ -62,3 +62,26 @@ def test_reserve_runs_into_debt_in_order_and_hold_parks_the_bucket():
 def test_a_bucket_that_cannot_refill_is_refused(rate, burst):
     with pytest.raises(ValueError, match="rate must be positive"):
         TokenBucket(rate, burst, now=0.0)
+
+
+def test_failover_goes_round_the_urls_and_waits_only_after_a_round_without_a_connection():
+    backoff = Backoff(first_s=1.0, cap_s=8.0)
+    failover = Failover(("a", "b", "c"), backoff, jitter_s=0.5)
+    tried = []
+    for connected in (True, False, False, False, False, False, False, True):
+        tried.append(failover.url)
+        delay = failover.next(connected=connected)
+        tried.append(delay)
+    # a's connection ended: the next at once; b, c and a failed (a round since it): 1 s;
+    # b, c and a failed again: 2 s; b connected, and ended: c at once, the steps start again.
+    urls, delays = tried[::2], tried[1::2]
+    assert urls == ["a", "b", "c", "a", "b", "c", "a", "b"]
+    assert (delays[3], delays[6]) == (1.0, 2.0)
+    assert all(0 <= delays[index] <= 0.5 for index in (0, 1, 2, 4, 5, 7))
+    assert failover.rounds == 0 and failover.url == "c"
+
+
+def test_failover_with_one_url_backs_off_from_its_first_step_after_each_failure():
+    failover = Failover(("a",), Backoff(first_s=1.0, cap_s=8.0))
+    assert [failover.next(connected=False) for _ in range(4)] == [1.0, 2.0, 4.0, 8.0]
+    assert failover.next(connected=True) == 1.0 and failover.url == "a"

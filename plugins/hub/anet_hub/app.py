@@ -202,7 +202,8 @@ async def hub_info(request: web.Request) -> web.Response:
         "limits": {"maxEnvelopeBytes": limits.max_envelope_bytes,
                    "ratePerSecond": limits.rate_per_second, "burst": limits.burst,
                    "queueTtlSeconds": limits.queue_ttl_s},
-        "federation": [{"aid": link.peer.aid, "url": link.peer.url, "state": link.state}
+        "federation": [{"aid": link.peer.aid, "url": link.url, "urls": list(link.peer.urls),
+                        "state": link.state}
                        for link in (hub.federation.links.values() if hub.federation else ())]})
 
 

@@ -23,7 +23,6 @@ import asyncio
 import itertools
 import json
 import logging
-import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,8 @@ import aiohttp
 from pydantic import ValidationError
 
 from anet_core.api import (
+    Backoff,
+    Failover,
     HistoryError,
     Identity,
     TokenBucket,
@@ -66,8 +67,9 @@ log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_S = 15.0
 HANDSHAKE_TIMEOUT_S = 10.0
-RETRY_BASE_S = 0.5
-RETRY_CAP_S = 30.0
+RETRY = Backoff(first_s=0.5, cap_s=30.0, jitter=0.5)
+"""After a round of the other hub's instances without a link."""
+FAILOVER_JITTER_S = 1.0
 HOME_CACHE_S = 300.0
 """How long this hub remembers which federated hub is an agent's home."""
 
@@ -77,15 +79,24 @@ class PeerHub:
     aid: str
     url: str
     """``ws://host:port`` or ``wss://host[/prefix]``: where its nodes reach it."""
+    instances: tuple[str, ...] = ()
+    """Its other instances' URLs: the link fails over to them (``AID@URL,URL…``)."""
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        return (self.url, *self.instances)
 
     @classmethod
     def parse(cls, spec: str) -> PeerHub:
-        aid, sep, url = spec.partition("@")
-        parts = urlsplit(url)
-        if not sep or not is_aid(aid) or parts.scheme not in ("ws", "wss") or not parts.hostname:
+        aid, sep, listed = spec.partition("@")
+        urls = [url.strip() for url in listed.split(",")]
+        if not sep or not is_aid(aid) or not all(
+                urlsplit(url).scheme in ("ws", "wss") and urlsplit(url).hostname for url in urls):
             raise ValueError(f"--federate {spec!r}: expected AID@ws://HOST:PORT (the other hub's "
-                             "AID, from its `GET /v1/hub`, and the URL its nodes use)")
-        return cls(aid, url.rstrip("/").removesuffix(WS_PATH))
+                             "AID, from its `GET /v1/hub`, and the URL its nodes use), then the "
+                             "URLs of its other instances after commas")
+        first, *instances = dict.fromkeys(url.rstrip("/").removesuffix(WS_PATH) for url in urls)
+        return cls(aid, first, tuple(instances))
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,8 @@ class PeerLink:
     peer: PeerHub
     identity: Identity
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    url: str = ""
+    """The instance of the other hub linked to now, or tried last."""
     state: str = "connecting"
     """``up``, ``connecting``, or the reason of the last refusal (``not-federated``…)."""
     detail: str = ""
@@ -126,25 +139,27 @@ class PeerLink:
         return self._ws is not None and not self._ws.closed
 
     async def run_forever(self, http: aiohttp.ClientSession) -> None:
-        failures = 0
+        """Keep the link up at one of the other hub's instances: the next at once after a
+        link ends, a wait after a round of them all failed (:class:`Failover`)."""
+        failover = Failover(self.peer.urls, RETRY, FAILOVER_JITTER_S)
         while True:
+            self.url = failover.url
+            was_up = False
             try:
-                await self._connect_once(http)
-                failures = 0
+                was_up = await self._connect_once(http)
             except LinkDown as down:
                 self.state, self.detail = down.reason, down.message
                 log.warning("event=federation-refused peer=%s reason=%s detail=%r",
                             self.peer.aid, down.reason, down.message)
             except (aiohttp.ClientError, OSError, TimeoutError, ValidationError) as error:
                 self.state, self.detail = "unreachable", str(error) or type(error).__name__
-                log.info("event=federation-unreachable peer=%s error=%r", self.peer.aid,
-                         self.detail)
-            ceiling = min(RETRY_CAP_S, RETRY_BASE_S * 2 ** min(failures, 10))
-            failures += 1
-            await asyncio.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))
+                log.info("event=federation-unreachable peer=%s url=%s error=%r", self.peer.aid,
+                         self.url, self.detail)
+            await asyncio.sleep(failover.next(connected=was_up))
 
-    async def _connect_once(self, http: aiohttp.ClientSession) -> None:
-        ws_url = self.peer.url + WS_PATH
+    async def _connect_once(self, http: aiohttp.ClientSession) -> bool:
+        """One link, from handshake to close: True once it came up (and ended)."""
+        ws_url = self.url + WS_PATH
         async with http.ws_connect(ws_url, heartbeat=self.heartbeat_s, max_msg_size=0) as ws:
             challenge = await self._receive(ws, ChallengeFrame)
             self._check_peer(challenge)
@@ -153,7 +168,7 @@ class PeerLink:
                 nonce=challenge.nonce, ts=challenge.ts, frame_type="federate")))
             await self._receive(ws, RegisteredFrame)
             self._ws, self.state, self.detail = ws, "up", ""
-            log.info("event=federation-up peer=%s url=%s", self.peer.aid, self.peer.url)
+            log.info("event=federation-up peer=%s url=%s", self.peer.aid, self.url)
             try:
                 async for message in ws:
                     if message.type is aiohttp.WSMsgType.TEXT:
@@ -164,14 +179,15 @@ class PeerLink:
                 for future in self._pending.values():
                     if not future.done():
                         future.set_exception(LinkDown("peer-hub-unreachable",
-                                                      f"the link to {self.peer.url} closed"))
+                                                      f"the link to {self.url} closed"))
                 self._pending.clear()
+            return True
 
     async def _receive(self, ws: aiohttp.ClientWebSocketResponse,
                        expected: type[ChallengeFrame | RegisteredFrame]) -> Any:
         message = await ws.receive(timeout=HANDSHAKE_TIMEOUT_S)
         if message.type is not aiohttp.WSMsgType.TEXT:
-            raise LinkDown("peer-hub-closed", f"{self.peer.url} closed the link")
+            raise LinkDown("peer-hub-closed", f"{self.url} closed the link")
         frame = HUB_FRAME.validate_json(message.data)
         if isinstance(frame, ErrorFrame):
             raise LinkDown(frame.reason, frame.message)
@@ -182,17 +198,17 @@ class PeerLink:
     def _check_peer(self, challenge: ChallengeFrame) -> None:
         """The hub at the URL is the one the operator named, and signed the challenge."""
         if challenge.hub_aid != self.peer.aid:
-            raise LinkDown("peer-hub-identity", f"the hub at {self.peer.url} is "
+            raise LinkDown("peer-hub-identity", f"the hub at {self.url} is "
                                                 f"{challenge.hub_aid}, not {self.peer.aid} as "
                                                 "named in --federate")
         try:
             history = verify_history(challenge.hub_history, expected_aid=self.peer.aid)
         except HistoryError as error:
-            raise LinkDown("peer-hub-identity", f"{self.peer.url}: {error}") from None
+            raise LinkDown("peer-hub-identity", f"{self.url}: {error}") from None
         signed = challenge_bytes(hub_aid=history.aid, nonce=challenge.nonce, ts=challenge.ts)
         if not verify_signature(b64u(history.signing_key), signed, challenge.signature,
                                 context=CHALLENGE_CONTEXT):
-            raise LinkDown("peer-hub-identity", f"the challenge from {self.peer.url} is not "
+            raise LinkDown("peer-hub-identity", f"the challenge from {self.url} is not "
                                                 "signed by its hub's key")
 
     def _on_answer(self, text: str) -> None:
@@ -210,7 +226,7 @@ class PeerLink:
         ws = self._ws
         if ws is None or ws.closed:
             raise LinkDown(self.state if self.state != "up" else "peer-hub-unreachable",
-                           self.detail or f"no link to {self.peer.url} now")
+                           self.detail or f"no link to {self.url} now")
         rid = f"f{next(self._rids)}"
         future: asyncio.Future[HubFrame] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
@@ -218,10 +234,10 @@ class PeerLink:
             await ws.send_str(json.dumps({**frame, "rid": rid}, ensure_ascii=False))
             return await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
         except TimeoutError:
-            raise LinkDown("peer-hub-timeout", f"{self.peer.url} did not answer within "
+            raise LinkDown("peer-hub-timeout", f"{self.url} did not answer within "
                                                f"{REQUEST_TIMEOUT_S:g} s") from None
         except (aiohttp.ClientError, ConnectionError) as error:
-            raise LinkDown("peer-hub-unreachable", f"{self.peer.url}: {error}") from None
+            raise LinkDown("peer-hub-unreachable", f"{self.url}: {error}") from None
         finally:
             self._pending.pop(rid, None)
 
@@ -292,10 +308,10 @@ class FederationService:
         if isinstance(answer, ErrorFrame):
             if answer.reason == "unknown-recipient":
                 self._homes.pop(recipient, None)
-            raise Refusal(answer.reason, f"the home hub of {recipient} ({self.peers[home].url}) "
+            raise Refusal(answer.reason, f"the home hub of {recipient} ({self.links[home].url}) "
                                          f"refused it: {answer.message}",
                           retry_after=answer.retry_after)
-        raise Refusal("peer-hub-protocol", f"{self.peers[home].url} answered {answer.type}")
+        raise Refusal("peer-hub-protocol", f"{self.links[home].url} answered {answer.type}")
 
     def _home(self, aid: str) -> str | None:
         known = self._homes.get(aid)
@@ -316,7 +332,7 @@ class FederationService:
         down = [link for link in self.links.values()
                 if not link.up and link.state != "not-federated"]
         if refused and not down:
-            names = ", ".join(f"{link.peer.aid} at {link.peer.url}" for link in refused)
+            names = ", ".join(f"{link.peer.aid} at {link.url}" for link in refused)
             raise Refusal("not-federated",
                           f"{aid} is not homed at this hub nor at a hub federated with it; "
                           f"the hub {names} does not federate with this hub (its operator has "
@@ -324,7 +340,7 @@ class FederationService:
         if down:
             raise _retry_later(LinkDown("peer-hub-unreachable",
                                         f"{aid} is not homed here, and the federated hub "
-                                        f"{down[0].peer.url} cannot be asked now "
+                                        f"{down[0].url} cannot be asked now "
                                         f"({down[0].state}: {down[0].detail})"))
         raise Refusal("unknown-agent", f"{aid} is not homed at this hub nor at the hubs "
                                        f"federated with it ({len(self.links)})")

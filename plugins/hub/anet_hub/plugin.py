@@ -61,9 +61,10 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--loop", choices=EVENT_LOOPS, default="auto",
                        help="the event loop: uvloop (pip install 'anet-hub[fast]'), asyncio, or "
                             "auto, uvloop when installed (default %(default)s)")
-    serve.add_argument("--federate", action="append", default=[], metavar="AID@URL",
+    serve.add_argument("--federate", action="append", default=[], metavar="AID@URL[,URL]",
                        help="forward to and accept forwards from the hub AID at URL "
-                            "(ws://HOST:PORT), whose operator names this hub too; repeatable")
+                            "(ws://HOST:PORT), whose operator names this hub too, or at the "
+                            "URLs of its other instances after commas; repeatable")
     serve.add_argument("--federation-rate", type=float, metavar="PER_SECOND",
                        default=defaults.DEFAULT_FEDERATION_RATE_PER_SECOND,
                        help="requests per second from each federated hub (default %(default)s)")
