@@ -272,6 +272,8 @@ async def test_postgres_and_nats_restart(cluster: Cluster, tmp_path: Path,
         await eventually(lambda: _ready(readyz), "readyz is ready again after PostgreSQL")
         assert set(provider.served.values()) == {1} and len(provider.served) == 15
         assert await metric(first, "anet_hub_storage_errors_total") >= 1
+        # The readiness probe's own storage call failed, and was counted under its name.
+        assert await metric(first, 'anet_hub_storage_errors_total{operation="ping"}') >= 1
         assert await metric(first, "anet_hub_broker_errors_total") >= 1
 
 

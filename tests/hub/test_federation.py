@@ -155,6 +155,21 @@ async def test_a_federation_link_fails_over_between_the_other_hubs_instances(
             await hub.stop()
 
 
+async def test_a_stopping_hub_closes_the_links_of_the_hubs_federated_with_it(
+        tmp_path: Path, hubs: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Its shutdown closes every WebSocket first, a federated hub's as well as a node's, with
+    1001: nothing keeps it waiting, and the other hub hears why."""
+    one = await hubs("one", "two")
+    two = await hubs("two", "one")
+    two_aid = two.state.identity.aid
+    link = one.state.federation.links[two_aid]
+    await eventually(lambda: link.up, "hub one federated with hub two")
+    caplog.set_level("INFO", logger="anet_hub.federation")
+    await two.stop()
+    await eventually(lambda: f"event=federation-closed peer={two_aid} url={two.url} code=1001"
+                     in caplog.text, "the link closed with 1001")
+
+
 def test_federate_specs_are_checked() -> None:
     aid = "b" * 32
     assert PeerHub.parse(f"{aid}@ws://hub.example.org:8765/v1/ws") == PeerHub(

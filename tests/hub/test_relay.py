@@ -13,6 +13,7 @@ from anet_core.identity import verify_history
 from anet_core.link import HubError
 from anet_core.protocol.envelope import open_envelope, seal
 from anet_core.util.canonical import compact_json
+from anet_hub.storage import StorageError
 from tests.support.waiting import eventually
 
 SECRET = "TOP-SECRET-PLAINTEXT-7f3a9c"
@@ -188,6 +189,18 @@ async def test_a_full_hub_storage_refuses_and_keeps_serving(hub_factory, nodes, 
     assert reasons == {"hub-storage-full"}
     async with http.get(hub.http + "/v1/health") as response:
         assert response.status == 200
+    # Counted under the operation that failed (anet_hub.counted).
+    async with http.get(hub.http + "/metrics") as response:
+        assert 'anet_hub_storage_errors_total{operation="enqueue"} 1' in await response.text()
+    # The rail's ledger, reached through the same storage, is counted under ledger.<method>.
+    with pytest.raises(StorageError):
+        for index in range(200):
+            await hub.state.storage.ledger.credit(f"{index:032d}", "USD", 1,
+                                                  transaction="x" * 4000 + str(index),
+                                                  now=time.time())
+    async with http.get(hub.http + "/metrics") as response:
+        assert 'anet_hub_storage_errors_total{operation="ledger.credit"} 1' in \
+            await response.text()
     assert (await alice.peer(nodes.identity("alice").aid)).aid == nodes.identity("alice").aid
 
 

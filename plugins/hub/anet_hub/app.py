@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -48,6 +48,7 @@ from anet_core.protocol.frames import (
     Refusal,
     SearchFrame,
 )
+from anet_hub.counted import CountedStorage
 from anet_hub.defaults import (
     DEFAULT_BURST,
     DEFAULT_HEARTBEAT_S,
@@ -139,6 +140,9 @@ class HubState:
     metrics: HubMetrics
     router: ClusterRouter | None = None
     federation: FederationService | None = None
+    sockets: set[web.WebSocketResponse] = field(default_factory=set)
+    """Every WebSocket open now (nodes, federated hubs, and those still answering the
+    challenge): closed first at shutdown, so that no handler keeps the stop waiting."""
 
     @property
     def storage_name(self) -> str:
@@ -169,7 +173,11 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     session = Session(hub, ws, remote=request.remote or "?", transport=request.transport,
                       authorities=_authorities(request.scheme, request.host,
                                                hub.config.public_url))
-    await session.run()
+    hub.sockets.add(ws)
+    try:
+        await session.run()
+    finally:
+        hub.sockets.discard(ws)
     return ws
 
 
@@ -247,9 +255,11 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
     identity, created = await asyncio.to_thread(Identity.load_or_create, config.identity_dir)
     if created:
         log.info("event=identity-created aid=%s dir=%s", identity.aid, config.identity_dir)
-    storage = await open_storage(config.data_dir, config.deployment, hub_aid=identity.aid,
-                                 max_bytes=config.max_storage_bytes)
     metrics = HubMetrics()
+    opened = await open_storage(config.data_dir, config.deployment, hub_aid=identity.aid,
+                                max_bytes=config.max_storage_bytes)
+    storage = cast(HubStorage, CountedStorage(  # the proxy is the storage, counted
+        opened, lambda operation: metrics.storage_errors.labels(operation).inc()))
     shared = storage if isinstance(storage, SharedBuckets) else None
     relay = Relay(storage, RelayLimits(config.max_envelope_bytes, config.rate_per_second,
                                        config.burst, config.queue_ttl_s), metrics,
@@ -306,10 +316,12 @@ async def _start_router(relay: Relay, storage: HubStorage, hub_aid: str, url: st
 
 
 async def _close_sockets(app: web.Application) -> None:
-    # Runs before cleanup: open WebSockets would otherwise keep the shutdown waiting.
+    # Runs before cleanup: open WebSockets would otherwise keep the shutdown waiting (a
+    # federated hub's too, which stops at the same time and waits in turn: 10 s for two).
     if STATE_KEY in app:
-        for conn in list(app[STATE_KEY].relay.connections.values()):
-            await conn.ws.close(code=1001, message=b"hub shutting down")
+        await asyncio.gather(*(ws.close(code=1001, message=b"hub shutting down")
+                               for ws in list(app[STATE_KEY].sockets)),
+                             return_exceptions=True)
 
 
 async def _sweep(storage: HubStorage, relay: Relay) -> None:

@@ -173,6 +173,8 @@ class PeerLink:
                 async for message in ws:
                     if message.type is aiohttp.WSMsgType.TEXT:
                         self._on_answer(message.data)
+                log.info("event=federation-closed peer=%s url=%s code=%s", self.peer.aid,
+                         self.url, ws.close_code)
             finally:
                 self._ws = None
                 self.state = "connecting"

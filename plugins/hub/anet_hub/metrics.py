@@ -40,7 +40,9 @@ class HubMetrics:
                                         "From an envelope's acceptance to its recipient's "
                                         "acknowledgement", RELAY_LATENCY_BUCKETS_S)
         self.storage_errors = meters.counter("anet_hub_storage_errors",
-                                             "Storage operations that failed")
+                                             "Storage operations that failed, by operation "
+                                             "(the storage method, ledger.<method> for the "
+                                             "rail's ledger)", ["operation"])
         self.broker_errors = meters.counter("anet_hub_broker_errors",
                                             "Broker operations that failed or connection losses")
 

@@ -233,7 +233,6 @@ class Relay:
             seq = await self.storage.enqueue(id=envelope_id, sender=sender, recipient=recipient,
                                              text=text, now=now, ttl=ttl)
         except StorageError as error:
-            self.metrics.storage_errors.inc()
             log.error("event=store-failed reason=%s from=%s to=%s id=%s", error.reason, sender,
                       recipient, envelope_id)
             raise Refusal(error.reason, f"{error.message}; the envelope was not stored, "
@@ -297,7 +296,6 @@ class Relay:
         try:
             removed = await self.storage.remove(conn.aid, envelope_id)
         except StorageError as error:
-            self.metrics.storage_errors.inc()
             # Not removed: it is delivered again on the next connection, and deduped there.
             log.error("event=ack-failed reason=%s aid=%s id=%s", error.reason, conn.aid,
                       envelope_id)

@@ -160,7 +160,6 @@ class Session:
             self.hub.relay.metrics.refused.labels(refusal.reason).inc()
             await self._send(refusal.frame(_rid(frame)))
         except StorageError as error:
-            self.hub.relay.metrics.storage_errors.inc()
             log.error("event=storage-error aid=%s reason=%s", self.aid, error.reason)
             await self._send(ErrorFrame(rid=_rid(frame), reason=error.reason,
                                         message=f"{error.message}; try again later"))
