@@ -138,3 +138,15 @@ def test_join_records_the_hub_url(tmp_path, env):
     assert "and its other instances wss://b.example" in several.stdout
     assert anet("join", "ws://c.example", env=env).returncode == 0
     assert "instances" not in json.loads((tmp_path / "node" / "config.json").read_text())["hub"]
+
+
+def test_hub_identity_makes_the_key_once_and_prints_the_aid(tmp_path, env):
+    data = str(tmp_path / "hub")
+    made = anet("hub", "identity", "--data", data, "--json", env=env)
+    assert made.returncode == 0, made.stderr
+    first = json.loads(made.stdout)
+    assert first["created"] is True
+    assert first["aid"] == Identity.load(tmp_path / "hub" / "identity").aid
+    again = anet("hub", "identity", "--data", data, env=env)
+    assert (again.returncode, again.stdout) == (0, first["aid"] + "\n")
+    assert oct(os.stat(tmp_path / "hub").st_mode & 0o777) == "0o700"

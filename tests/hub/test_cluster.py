@@ -87,6 +87,18 @@ def cluster(tmp_path: Path, postgres: PostgresServer,  # noqa: F811 - the fixtur
         made.stop()
 
 
+def test_an_instance_without_its_database_exits_naming_it(
+        tmp_path: Path, postgres: PostgresServer) -> None:  # noqa: F811 - the fixture
+    """The database is the operator's to create (docs/hub.md, "Cluster"): without it the
+    instance exits 1 with the documented code and PostgreSQL's own words."""
+    missing = postgres.database_url(f"missing_{uuid.uuid4().hex[:8]}")
+    result = subprocess.run([*ANET, "hub", "serve", "--listen", f"127.0.0.1:{free_port()}",
+                             "--data", str(tmp_path / "hub"), "--postgres", missing],
+                            capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+    assert result.returncode == 1, result.stderr
+    assert "does not exist (hub-storage-unreachable)" in result.stderr, result.stderr
+
+
 async def get_json(url: str) -> tuple[int, Any]:
     async with aiohttp.ClientSession() as http, http.get(url) as response:
         return response.status, await response.json(content_type=None)

@@ -310,7 +310,7 @@ async def _start_router(relay: Relay, storage: HubStorage, hub_aid: str, url: st
     try:
         await router.start()
     except ConnectionError as error:
-        raise AnetError("hub-broker-unreachable", str(error),
+        raise AnetError("hub-broker-unreachable", f"{error} (hub-broker-unreachable)",
                         hint="start NATS, or check --nats") from None
     return router
 
@@ -372,12 +372,13 @@ async def serve(config: HubConfig, host: str, port: int) -> None:
         site = web.TCPSite(runner, host, port)
         await site.start()
         state = runner.app[STATE_KEY]
-        log.info("event=listening addresses=%s hubAid=%s approval=%s maxEnvelopeBytes=%d "
-                 "rate=%g burst=%d queueTtl=%g loop=%s",
+        log.info("event=listening addresses=%s hubAid=%s storage=%r broker=%r approval=%s "
+                 "maxEnvelopeBytes=%d rate=%g burst=%d queueTtl=%g heartbeat=%g loop=%s",
                  ",".join(f"{address[0]}:{address[1]}" for address in runner.addresses),
-                 state.identity.aid, config.approval, config.max_envelope_bytes,
-                 config.rate_per_second, config.burst, config.queue_ttl_s,
-                 event_loop_name(loop))
+                 state.identity.aid, state.storage_name,
+                 state.broker_name if config.deployment.nats else "none", config.approval,
+                 config.max_envelope_bytes, config.rate_per_second, config.burst,
+                 config.queue_ttl_s, config.heartbeat_s, event_loop_name(loop))
         release_startup_memory()
         await stop.wait()
         log.info("event=stopping")

@@ -93,6 +93,12 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     ledger.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
     ledger.add_argument("--json", action="store_true", help="print JSON")
 
+    identity = sub.add_parser("identity", help="print the hub's AID (what another operator "
+                                               "names in --federate), making its key if there "
+                                               "is none yet")
+    identity.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
+    identity.add_argument("--json", action="store_true", help="print JSON")
+
     doctor = sub.add_parser("doctor", help="say which of the hub's dependencies is down")
     doctor.add_argument("--data", required=True, metavar="DIR", help="the hub's data directory")
     doctor.add_argument("--url", metavar="URL",
@@ -111,6 +117,8 @@ def _run_hub(args: argparse.Namespace, ctx: CliContext) -> int:
         return _serve(args, ctx, data)
     if args.hub_command == "doctor":
         return _doctor(args, ctx, data)
+    if args.hub_command == "identity":
+        return _identity(args, ctx, data)
     from anet_hub import admin  # the operator's commands; a serving hub never runs them
 
     if args.hub_command == "approve":
@@ -212,7 +220,7 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
             "hub-no-uvloop", "--loop uvloop: uvloop is not installed",
             hint="pip install 'anet-hub[fast]', or run with --loop asyncio (or auto)"))
     except StorageError as error:
-        raise AnetError(error.reason, error.message,
+        raise AnetError(error.reason, f"{error.message} ({error.reason})",
                         hint="start the storage first; `anet hub doctor --data DIR` says what "
                              "is down") from None
     except OSError as error:
@@ -224,13 +232,27 @@ def _serve(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
 @hookimpl
 def anet_cli_commands() -> list[CliCommand]:
     return [
-        CliCommand("hub", "run a hub and administer it (serve, approve, pending, official, "
-                          "credit, ledger, doctor)",
+        CliCommand("hub", "run a hub and administer it (serve, identity, approve, pending, "
+                          "official, credit, ledger, doctor)",
                    configure=_configure_hub, run=_run_hub, module="hub",
                    description="A hub relays sealed envelopes between nodes, keeps the directory "
                                "and stores envelopes for offline nodes; it is a payment rail "
                                "too. See docs/hub.md and docs/payments.md."),
     ]
+
+
+def _identity(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
+    """The operator key ``anet hub serve`` would use (made as its first start would make it),
+    so that two operators can name each other's hub before either starts with --federate."""
+    from anet_core.api import Identity, private_dir
+
+    private_dir(data)
+    identity, created = Identity.load_or_create(data / "identity")
+    if args.json:
+        ctx.print_json({"aid": identity.aid, "created": created})
+    else:
+        print(identity.aid)
+    return 0
 
 
 def _doctor(args: argparse.Namespace, ctx: CliContext, data: Path) -> int:
