@@ -67,7 +67,7 @@ FIRST_ATTEMPT_WAIT_S = 2.0
 HEARTBEAT_S = HUB_HEARTBEAT.total_seconds()
 """After this long without a frame from the hub, the node pings it (config.json's
 ``hub.heartbeat``); no answer within half of it ends the connection: a hub that froze is left
-within 15 s, and an idle link costs one ping and its pong every 10 s (a ping from the hub
+within 16 s, and an idle link costs one ping and its pong every 10 s (a ping from the hub
 counts as a frame, so one side pings)."""
 UNSENT_HEADERS = ("Accept", "Accept-Encoding", "User-Agent")
 MAX_FRAME_BYTES = 64 * 1024 * 1024

@@ -14,8 +14,8 @@ DEFAULT_FEDERATION_RATE_PER_SECOND = 500.0
 """Requests per second from each federated hub: a hub forwards for many nodes."""
 DEFAULT_FEDERATION_BURST = 2000
 
-DEFAULT_HEARTBEAT_S = 20.0
+DEFAULT_HEARTBEAT_S = 15.0
 """After this long without a frame from a node or a federated hub, the hub pings it; no pong
-within half of it ends the connection, so a peer that froze is offline within 30 s. A node
+within half of it ends the connection, so a peer that froze is offline within 25 s. A node
 pings its hub every 10 s while idle (``hub.heartbeat``), which counts as a frame: the hub pings
 only the peers that do not."""
