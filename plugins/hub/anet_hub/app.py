@@ -18,12 +18,11 @@ instances of the same hub share storage and route envelopes between them (anet_h
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -80,6 +79,9 @@ FRAME_SLACK_BYTES = 64 * 1024
 """WebSocket messages may exceed the envelope limit by this much, so an oversize envelope is
 answered with a clear ``envelope-too-large`` frame instead of a closed connection."""
 MIN_HEARTBEAT_S, MAX_HEARTBEAT_S = 1.0, 300.0
+HEARTBEAT_CHECKS = 6
+"""Each heartbeat the watcher looks this often: a frozen peer is cut within 1.5 heartbeats
+and a sixth."""
 SWEEP_INTERVAL_S = 60.0
 
 
@@ -140,9 +142,10 @@ class HubState:
     metrics: HubMetrics
     router: ClusterRouter | None = None
     federation: FederationService | None = None
-    sockets: set[web.WebSocketResponse] = field(default_factory=set)
-    """Every WebSocket open now (nodes, federated hubs, and those still answering the
-    challenge): closed first at shutdown, so that no handler keeps the stop waiting."""
+    sessions: set[Session] = field(default_factory=set)
+    """Every WebSocket session open now (nodes, federated hubs, and those still answering the
+    challenge): watched by :func:`_watch_heartbeats`, closed first at shutdown so that no
+    handler keeps the stop waiting."""
 
     @property
     def storage_name(self) -> str:
@@ -166,18 +169,19 @@ routes = web.RouteTableDef()
 async def websocket(request: web.Request) -> web.StreamResponse:
     hub = request.app[STATE_KEY]
     # The session answers pings itself (autoping off), so that every frame counts as the
-    # peer's last sign of life (its lastSeen), a ping as much as a task.
-    ws = web.WebSocketResponse(compress=False, heartbeat=hub.config.heartbeat_s, autoping=False,
+    # peer's last sign of life (its lastSeen), a ping as much as a task; one task watches every
+    # session's silence (_watch_heartbeats) instead of a timer per connection.
+    ws = web.WebSocketResponse(compress=False, autoping=False,
                                max_msg_size=hub.config.max_envelope_bytes + FRAME_SLACK_BYTES)
     await ws.prepare(request)
     session = Session(hub, ws, remote=request.remote or "?", transport=request.transport,
                       authorities=_authorities(request.scheme, request.host,
                                                hub.config.public_url))
-    hub.sockets.add(ws)
+    hub.sessions.add(session)
     try:
         await session.run()
     finally:
-        hub.sockets.discard(ws)
+        hub.sessions.discard(session)
     return ws
 
 
@@ -282,13 +286,14 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
                               federated=federation.lookup if federation else None)
         app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics, router,
                                   federation)
-        sweeper = asyncio.create_task(_sweep(storage, relay))
+        background = [asyncio.create_task(_sweep(storage, relay)),
+                      asyncio.create_task(_watch_heartbeats(app[STATE_KEY]))]
         try:
             yield
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             await relay.drain()
     finally:
         if federation is not None:
@@ -319,9 +324,41 @@ async def _close_sockets(app: web.Application) -> None:
     # Runs before cleanup: open WebSockets would otherwise keep the shutdown waiting (a
     # federated hub's too, which stops at the same time and waits in turn: 10 s for two).
     if STATE_KEY in app:
-        await asyncio.gather(*(ws.close(code=1001, message=b"hub shutting down")
-                               for ws in list(app[STATE_KEY].sockets)),
+        await asyncio.gather(*(session.ws.close(code=1001, message=b"hub shutting down")
+                               for session in list(app[STATE_KEY].sessions)),
                              return_exceptions=True)
+
+
+async def _watch_heartbeats(hub: HubState) -> None:
+    """Ping each peer silent for ``--heartbeat``, and cut one silent for half as long again
+    (docs/protocol.md, "Heartbeats"). A frame of any kind, a pong too, ends a silence
+    (``Session.last_frame_at``); a cut connection ends its session, whose ``lastSeen`` is
+    that last frame. One task for every connection: no timer per connection to keep."""
+    heartbeat = hub.config.heartbeat_s
+    pings: set[asyncio.Task[None]] = set()  # each on its own: a peer that reads nothing
+    while True:                             # must not hold the others' up
+        await asyncio.sleep(heartbeat / HEARTBEAT_CHECKS)
+        now = time.time()
+        for session in list(hub.sessions):
+            silent = now - session.last_frame_at
+            if silent > heartbeat * 1.5:
+                log.info("event=heartbeat-missed aid=%s remote=%s silentFor=%.1f",
+                         session.aid, session.remote, silent)
+                if session.transport is not None:
+                    session.transport.abort()
+            elif silent > heartbeat and not session.ws.closed:
+                ping = asyncio.create_task(session.ws.ping())
+                pings.add(ping)
+                ping.add_done_callback(_ping_done(pings))
+
+
+def _ping_done(pings: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(ping: asyncio.Task[None]) -> None:
+        pings.discard(ping)
+        if not ping.cancelled():
+            ping.exception()  # a connection that went away meanwhile: nothing to do
+
+    return done
 
 
 async def _sweep(storage: HubStorage, relay: Relay) -> None:
