@@ -57,8 +57,6 @@ log = logging.getLogger(__name__)
 RECONNECT = Backoff(first_s=0.5, cap_s=60.0, jitter=0.5)
 """After a round of the hub's instances without a registration. Jittered, so a hub restart is
 not met by every node at the same instant."""
-FAILOVER_JITTER_S = 1.0
-"""A lost connection is followed by the next instance within this (:class:`Failover`)."""
 REQUEST_TIMEOUT_S = 30.0
 HANDSHAKE_TIMEOUT_S = 15.0
 FIRST_ATTEMPT_WAIT_S = 2.0
@@ -349,7 +347,7 @@ class HubConnection:
         """Stay connected to the hub at one of ``urls`` (its instances, in order): a connection
         that ends is followed by the next instance at once, a round of them all without a
         registration by a wait (:class:`Failover`)."""
-        failover = Failover(urls, RECONNECT, FAILOVER_JITTER_S)
+        failover = Failover(urls, RECONNECT)
         while True:
             url = self._url = failover.url
             registered = False

@@ -65,6 +65,7 @@ class Failover:
     urls: tuple[str, ...]
     backoff: Backoff
     jitter_s: float = 1.0
+    """The next URL is tried within this after a connection ended (1 s for both links)."""
     index: int = 0
     failures: int = 0
     """Attempts in a row that got no connection."""

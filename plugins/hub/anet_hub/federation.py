@@ -69,7 +69,6 @@ REQUEST_TIMEOUT_S = 15.0
 HANDSHAKE_TIMEOUT_S = 10.0
 RETRY = Backoff(first_s=0.5, cap_s=30.0, jitter=0.5)
 """After a round of the other hub's instances without a link."""
-FAILOVER_JITTER_S = 1.0
 HOME_CACHE_S = 300.0
 """How long this hub remembers which federated hub is an agent's home."""
 
@@ -141,7 +140,7 @@ class PeerLink:
     async def run_forever(self, http: aiohttp.ClientSession) -> None:
         """Keep the link up at one of the other hub's instances: the next at once after a
         link ends, a wait after a round of them all failed (:class:`Failover`)."""
-        failover = Failover(self.peer.urls, RETRY, FAILOVER_JITTER_S)
+        failover = Failover(self.peer.urls, RETRY)
         while True:
             self.url = failover.url
             was_up = False
