@@ -21,10 +21,10 @@ import json
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from pydantic import ValidationError
@@ -34,6 +34,7 @@ from anet_core.identity import HistoryError, Identity, VerifiedHistory, verify_h
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.signatures import verify_with_key
 from anet_core.link.contract import HubError, JoinState, JoinStatus
+from anet_core.protocol.documents import DirectoryDocError, HubInstances, verify_hub_instances
 from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     HUB_FRAME,
@@ -47,6 +48,8 @@ from anet_core.protocol.frames import (
     RegisteredFrame,
     answer_challenge,
     challenge_bytes,
+    hub_urls,
+    normalize_hub_url,
 )
 from anet_core.util.backoff import Backoff, Failover, TokenBucket
 from anet_core.util.canonical import compact_json
@@ -81,21 +84,6 @@ for long, nor make it spin)."""
 def _time_out(future: asyncio.Future[Any]) -> None:
     if not future.done():
         future.set_exception(TimeoutError())
-
-
-def normalize_hub_url(url: str) -> str:
-    """The hub's base URL as ``ws://host:port`` or ``wss://host:port[/prefix]``.
-
-    ``http(s)://`` is accepted for the same hub; a trailing ``/v1/ws`` is dropped.
-    """
-    parts = urlsplit(url.strip())
-    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
-    if scheme is None or not parts.hostname:
-        raise ValueError(f"{url!r} is not a hub URL: use ws://HOST:PORT or wss://HOST, "
-                         "e.g. ws://127.0.0.1:8765")
-    path = parts.path.rstrip("/")
-    path = path.removesuffix(WS_PATH)
-    return urlunsplit((scheme, parts.netloc.lower(), path, "", ""))
 
 
 def sentence(state: JoinState, url: str | None, since: float | None, others: int = 0) -> str:
@@ -197,7 +185,11 @@ class HubConnection:
         self._on_registered = on_registered
         self._url: str | None = None
         """The instance of the hub connected to now, or tried last."""
+        self._configured: tuple[str, ...] = ()
+        """The hub's URLs as ``anet join`` gave them (config.json)."""
         self._urls: tuple[str, ...] = ()
+        """Those, then the instances the hub advertised (kept in the pin)."""
+        self._failover: Failover | None = None
         self._state = JoinState.NOT_JOINED
         self._since: float | None = None
         self.retarget(url, instances)
@@ -215,7 +207,8 @@ class HubConnection:
     @property
     def status(self) -> JoinStatus:
         return JoinStatus(self._state, self._url, self._since,
-                          sentence(self._state, self._url, self._since, len(self._urls) - 1))
+                          sentence(self._state, self._url, self._since, len(self._urls) - 1),
+                          self._urls)
 
     @property
     def url(self) -> str | None:
@@ -240,11 +233,15 @@ class HubConnection:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def retarget(self, url: str | None, instances: Sequence[str] = ()) -> None:
-        """Connect to the hub at ``url``, or else at one of its other ``instances``, from the
-        next :meth:`start` (call it stopped)."""
-        self._urls = tuple(dict.fromkeys(normalize_hub_url(each) for each in (url, *instances)
-                                         if each)) if url else ()
+        """Connect to the hub at ``url``, or else at one of its other ``instances`` (and those
+        it advertised, when the pin is this hub's), from the next :meth:`start` (call it
+        stopped)."""
+        self._configured = tuple(dict.fromkeys(
+            normalize_hub_url(each) for each in (url, *instances) if each)) if url else ()
+        self._urls = self._configured
         self._url = self._urls[0] if self._urls else None
+        if self._configured:
+            self._follow(self._pinned_instances())
         self._set_state(JoinState.NOT_JOINED if self._url is None else JoinState.UNREACHABLE)
 
     async def start(self) -> None:
@@ -261,7 +258,7 @@ class HubConnection:
             await asyncio.wait_for(self._attempted.wait(), FIRST_ATTEMPT_WAIT_S)
 
     async def stop(self) -> None:
-        task, self._loop_task = self._loop_task, None
+        task, self._loop_task, self._failover = self._loop_task, None, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -347,7 +344,7 @@ class HubConnection:
         """Stay connected to the hub at one of ``urls`` (its instances, in order): a connection
         that ends is followed by the next instance at once, a round of them all without a
         registration by a wait (:class:`Failover`)."""
-        failover = Failover(urls, RECONNECT)
+        failover = self._failover = Failover(urls, RECONNECT)
         while True:
             url = self._url = failover.url
             registered = False
@@ -374,9 +371,12 @@ class HubConnection:
                                          timeout=aiohttp.ClientWSTimeout(ws_close=5.0)) as ws:
             challenge = await self._receive(ws, ChallengeFrame)
             self.hub_history = self._check_hub(url, challenge)
+            advertised = self._advertised(url, challenge.instances, self.hub_history)
             await ws.send_str(json.dumps(self._register_frame(ws_url, challenge)))
             registered = await self._receive(ws, RegisteredFrame)
-            self._pin(url, self.hub_history)
+            self._pin(url, self.hub_history, advertised.doc if advertised else None)
+            if advertised is not None:
+                self._follow(advertised.urls)
             self.limits = registered.limits
             self._pacer.configure(registered.limits.rate_per_second, registered.limits.burst)
             channel = Channel(ws)
@@ -467,9 +467,41 @@ class HubConnection:
         elif isinstance(frame, ErrorFrame):
             log.warning("event=hub-error reason=%s message=%r", frame.reason, frame.message)
 
+    # -- the hub's instances -----------------------------------------------------------------
+
+    def _advertised(self, url: str, doc: dict[str, Any] | None,
+                    history: VerifiedHistory) -> Advertised | None:
+        """The instances the hub at ``url`` advertised in its challenge, signed by it."""
+        if doc is None:
+            return None
+        try:
+            return Advertised(doc, instance_urls(verify_hub_instances(doc, history)))
+        except DirectoryDocError as error:
+            log.warning("event=hub-instances-ignored url=%s reason=%s detail=%r", url,
+                        error.reason, error.message)
+            return None
+
+    def _follow(self, advertised: Sequence[str]) -> None:
+        """Try the configured URLs, then ``advertised`` (the running link too, from its next
+        attempt)."""
+        self._urls = tuple(dict.fromkeys((*self._configured, *advertised)))
+        if self._failover is not None:
+            self._failover.update(self._urls)
+
+    def _pinned_instances(self) -> tuple[str, ...]:
+        """The instances the pinned hub advertised, when it is the configured hub."""
+        try:
+            pin = self._read_pin_file()
+            if pin is None or "instances" not in pin or not self._pinned_here(pin):
+                return ()
+            history = verify_history(pin["history"], expected_aid=pin["hubAid"])
+            return instance_urls(verify_hub_instances(pin["instances"], history))
+        except (Refusal, HistoryError, DirectoryDocError, KeyError, TypeError):
+            return ()  # the connection says what is wrong with the pin
+
     # -- the hub pin --------------------------------------------------------------------------
 
-    def _read_pin(self) -> VerifiedHistory | None:
+    def _read_pin_file(self) -> dict[str, Any] | None:
         try:
             pin = json.loads(self._pin_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -477,7 +509,22 @@ class HubConnection:
         except (OSError, ValueError) as error:
             raise Refusal("hub-pin-unreadable", f"{self._pin_path}: {error}; delete it and "
                                                 "run `anet join` again") from None
-        if pin.get("url") not in self._urls:
+        if not isinstance(pin, dict):
+            raise Refusal("hub-pin-unreadable", f"{self._pin_path} is not a JSON object; "
+                                                "delete it and run `anet join` again")
+        return pin
+
+    def _pinned_here(self, pin: dict[str, Any]) -> bool:
+        """The pin is of the hub the node is joined to: it was pinned at one of the URLs the
+        node is joined with, or while joined with one (`anet join` removes the pin anyway;
+        this is for a config.json edited by hand)."""
+        joined = pin.get("joined")
+        urls = [pin.get("url"), *(joined if isinstance(joined, list) else ())]
+        return any(isinstance(url, str) and url in self._configured for url in urls)
+
+    def _read_pin(self) -> VerifiedHistory | None:
+        pin = self._read_pin_file()
+        if pin is None or not self._pinned_here(pin):
             return None  # pinned for another hub: this one is met for the first time
         try:
             return verify_history(pin["history"], expected_aid=pin["hubAid"])
@@ -485,9 +532,34 @@ class HubConnection:
             raise Refusal("hub-pin-unreadable", f"{self._pin_path}: {error}; delete it and "
                                                 "run `anet join` again") from None
 
-    def _pin(self, url: str, history: VerifiedHistory) -> None:
-        pin = {"url": url, "hubAid": history.aid, "history": history.to_list()}
-        with contextlib.suppress(FileNotFoundError):
-            if json.loads(self._pin_path.read_text(encoding="utf-8")) == pin:
-                return
-        write_atomic(self._pin_path, (json.dumps(pin, indent=2) + "\n").encode())
+    def _pin(self, url: str, history: VerifiedHistory,
+             advertised: dict[str, Any] | None) -> None:
+        """Pin the hub's identity with the instances it ``advertised`` (signed), or, when it
+        advertised none this time, those it advertised before."""
+        pin: dict[str, Any] = {"url": url, "hubAid": history.aid, "history": history.to_list(),
+                               "joined": list(self._configured)}
+        before = None
+        with contextlib.suppress(Refusal):
+            before = self._read_pin_file()
+        if advertised is None and before is not None and before.get("hubAid") == history.aid:
+            advertised = before.get("instances")
+        if advertised is not None:
+            pin["instances"] = advertised
+        if pin != before:
+            write_atomic(self._pin_path, (json.dumps(pin, indent=2) + "\n").encode())
+
+
+@dataclass(frozen=True)
+class Advertised:
+    """The hub's signed ``anet.hub-instances`` document, and the URLs in it a node can dial."""
+
+    doc: dict[str, Any]
+    urls: tuple[str, ...]
+
+
+def instance_urls(advertised: HubInstances) -> tuple[str, ...]:
+    """The advertised URLs a node can dial (any other is logged and left out)."""
+    urls, ignored = hub_urls(advertised.urls)
+    if ignored:
+        log.warning("event=hub-instances-ignored urls=%r reason=not-hub-urls", ignored)
+    return urls

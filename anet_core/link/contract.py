@@ -34,10 +34,13 @@ class JoinStatus:
     hub_url: str | None
     since: float | None
     sentence: str
+    hub_urls: tuple[str, ...] = ()
+    """Every URL of the hub the node tries, in order: those it was joined with, then the
+    instances the hub advertised."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"state": self.state.value, "hubUrl": self.hub_url, "since": self.since,
-                "sentence": self.sentence}
+                "sentence": self.sentence, "hubUrls": list(self.hub_urls)}
 
 
 class Verification(StrEnum):

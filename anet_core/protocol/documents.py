@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -29,6 +29,9 @@ RECEIPT_TYPE = "anet.receipt/v1"
 """As the provider's task layer issues them (``anet_core.tasks.receipts``)."""
 REVIEW_TYPE = "anet.review"
 OFFICIAL_LIST_TYPE = "anet.official-list"
+HUB_INSTANCES_TYPE = "anet.hub-instances"
+MAX_HUB_INSTANCES = 16
+"""The most instance URLs a hub advertises, and a node follows."""
 EXTENDED_CARD_TYPE = "anet.extended-card/v1"
 COMPLETED = "TASK_STATE_COMPLETED"
 
@@ -108,6 +111,20 @@ class OfficialList(SignedContent):
     members: list[Aid] = Field(max_length=100_000)
 
 
+class HubInstances(SignedContent):
+    """The URLs at which a hub's instances take nodes, signed with the hub's key: its nodes
+    and federated hubs fail over to them (docs/protocol.md, "Hub instances")."""
+
+    type: Literal["anet.hub-instances"]
+    hub: Aid
+    urls: list[Annotated[str, StringConstraints(min_length=1, max_length=2048)]] = Field(
+        max_length=MAX_HUB_INSTANCES)
+    issuedAt: int = Field(ge=0)
+
+
+HubDoc = TypeVar("HubDoc", OfficialList, HubInstances)
+
+
 class DirectoryDocError(ReasonError, ValueError):
     """A document the directory refuses. ``reason`` is kebab-case; the message says why."""
 
@@ -136,12 +153,21 @@ def verify_card(card: object, history: VerifiedHistory) -> NetworkCard:
 
 
 def verify_official_list(doc: object, hub_history: VerifiedHistory) -> OfficialList:
-    listed = checked_content(OfficialList, doc, hub_history, what="official-list",
-                             current_key=False)
-    if listed.hub != hub_history.aid:
-        raise DirectoryDocError("official-list-wrong-hub",
-                                f"the official list names hub {listed.hub}, not {hub_history.aid}")
-    return listed
+    return _hub_document(OfficialList, doc, hub_history, what="official-list")
+
+
+def verify_hub_instances(doc: object, hub_history: VerifiedHistory) -> HubInstances:
+    return _hub_document(HubInstances, doc, hub_history, what="hub-instances")
+
+
+def _hub_document(model: type[HubDoc], doc: object, hub_history: VerifiedHistory, *,
+                  what: str) -> HubDoc:
+    """A document the hub signed about itself: by its key, naming it."""
+    checked: HubDoc = checked_content(model, doc, hub_history, what=what, current_key=False)
+    if checked.hub != hub_history.aid:
+        raise DirectoryDocError(f"{what}-wrong-hub", f"the {what} document names hub "
+                                                     f"{checked.hub}, not {hub_history.aid}")
+    return checked
 
 
 def verify_review(review: object, *, reviewer: VerifiedHistory,
@@ -170,6 +196,12 @@ def receipt_key(receipt: Receipt) -> str:
     signs two receipts for one task does not earn two reviews."""
     digest = hashlib.sha256(f"{receipt.provider}\x00{receipt.taskId}".encode()).digest()
     return b64u(digest)
+
+
+def sign_hub_instances(hub: Identity, urls: list[str]) -> dict[str, Any]:
+    """The hub's signed list of its instances' URLs, as given (the first ``MAX_HUB_INSTANCES``)."""
+    return sign_document(hub, {"type": HUB_INSTANCES_TYPE, "hub": hub.aid,
+                               "urls": urls[:MAX_HUB_INSTANCES], "issuedAt": int(time.time())})
 
 
 def sign_official_list(operator: Identity, members: list[str], *, version: int) -> dict[str, Any]:

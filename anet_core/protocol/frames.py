@@ -12,7 +12,9 @@ can add fields without breaking older nodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -44,6 +46,32 @@ DEFAULT_SEARCH_LIMIT = 50
 RequestId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 ShortText = Annotated[str, StringConstraints(max_length=200)]
 B64Text = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+def normalize_hub_url(url: str) -> str:
+    """The hub's base URL as ``ws://host:port`` or ``wss://host:port[/prefix]``.
+
+    ``http(s)://`` is accepted for the same hub; a trailing ``/v1/ws`` is dropped.
+    """
+    parts = urlsplit(url.strip())
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
+    if scheme is None or not parts.hostname:
+        raise ValueError(f"{url!r} is not a hub URL: use ws://HOST:PORT or wss://HOST, "
+                         "e.g. ws://127.0.0.1:8765")
+    path = parts.path.rstrip("/")
+    path = path.removesuffix(WS_PATH)
+    return urlunsplit((scheme, parts.netloc.lower(), path, "", ""))
+
+
+def hub_urls(urls: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``urls`` normalized (in order, without repeats), and those that are no hub URL."""
+    good, bad = [], []
+    for url in urls:
+        try:
+            good.append(normalize_hub_url(url))
+        except ValueError:
+            bad.append(url)
+    return tuple(dict.fromkeys(good)), tuple(bad)
 
 
 def registration_bytes(*, hub_aid: str, hub_url: str, nonce: str, ts: int, aid: str,
@@ -170,6 +198,9 @@ class ChallengeFrame(_Outbound):
     nonce: str
     ts: int
     signature: str
+    instances: dict[str, Any] | None = None
+    """The hub's signed ``anet.hub-instances`` document, when it advertises any: the URLs of
+    its instances, which the node (or federated hub) fails over to."""
 
 
 class Limits(_Outbound):

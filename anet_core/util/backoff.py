@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAX_DOUBLINGS = 64
@@ -76,6 +77,12 @@ class Failover:
     def url(self) -> str:
         """The URL to try now."""
         return self.urls[self.index]
+
+    def update(self, urls: Sequence[str]) -> None:
+        """Try ``urls`` from now on (the service told of its instances), going on from the URL
+        tried now when it is still one of them."""
+        current, self.urls = self.url, tuple(urls)
+        self.index = self.urls.index(current) if current in self.urls else 0
 
     def next(self, *, connected: bool) -> float:
         """Move on after an attempt at :attr:`url` (``connected``: it got a connection, which

@@ -40,6 +40,7 @@ from tests.hub.servers import (  # noqa: F401 - the fixtures
     nats,
     postgres,
 )
+from tests.support.hubs import get_json
 from tests.support.processes import ANET, REPO, HubProcess, free_port
 from tests.support.waiting import eventually
 
@@ -57,6 +58,7 @@ class Cluster:
     database: str
     nats_url: str
     public_url: str | None = None
+    """Every instance's ``--public-url`` (a balancer's); without it, each advertises its own."""
     instances: list[HubProcess] = field(default_factory=list)
 
     def add(self) -> HubProcess:
@@ -64,10 +66,10 @@ class Cluster:
         if self.instances:
             data.mkdir(parents=True)
             shutil.copytree(self.instances[0].data / "identity", data / "identity")
-        options = ["--postgres", self.database, "--nats", self.nats_url]
-        if self.public_url:
-            options += ["--public-url", self.public_url]
-        instance = HubProcess(data, free_port(), options=tuple(options)).start()
+        port = free_port()
+        options = ["--postgres", self.database, "--nats", self.nats_url,
+                   "--public-url", self.public_url or f"ws://127.0.0.1:{port}"]
+        instance = HubProcess(data, port, options=tuple(options)).start()
         self.instances.append(instance)
         return instance
 
@@ -97,11 +99,6 @@ def test_an_instance_without_its_database_exits_naming_it(
                             capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
     assert result.returncode == 1, result.stderr
     assert "does not exist (hub-storage-unreachable)" in result.stderr, result.stderr
-
-
-async def get_json(url: str) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as http, http.get(url) as response:
-        return response.status, await response.json(content_type=None)
 
 
 async def metric(instance: HubProcess, name: str) -> float:
@@ -246,6 +243,42 @@ async def test_a_node_knowing_every_instance_fails_over_under_200_tasks(
         await all_completed(alice, ids, RECOVERY_S)
         assert victim.process is None  # still down: the tasks went through the others
         assert_each_served_once(provider, ids)
+
+
+async def test_a_node_joined_at_one_instance_learns_the_others_and_fails_over_to_them(
+        cluster: Cluster, tmp_path: Path) -> None:
+    """Each instance advertises its ``--public-url``; bob is joined with the first instance's
+    URL only. That instance is SIGKILLed under 200 tasks and stays down: bob goes on at an
+    instance he learned of, every task completes once, and he finds it again after a restart
+    of his node."""
+    instances = [cluster.add() for _ in range(3)]
+    urls = sorted(instance.url for instance in instances)
+    victim = instances[0]
+    await eventually(lambda: advertised(victim, urls), "the first instance advertises all three")
+    provider = Provider()
+    async with AsyncExitStack() as stack:
+        bob_stack = await stack.enter_async_context(AsyncExitStack())
+        bob = await start_node(bob_stack, tmp_path / "bob", victim.url, provider)
+        alice = await start_node(stack, tmp_path / "alice", instances[2].url)
+        assert sorted(bob.hub.status.hub_urls) == urls
+        sending = await kill_under_load(alice, bob, provider, victim)
+        await eventually(lambda: bob.hub.status.state is JoinState.REGISTERED
+                         and bob.hub.status.hub_url != victim.url,
+                         "bob registered at an instance he was not told of", RECOVERY_S)
+        ids = await asyncio.wait_for(sending, RECOVERY_S)
+        await all_completed(alice, ids, RECOVERY_S)
+        assert_each_served_once(provider, ids)
+
+        await bob_stack.aclose()  # bob's node restarts, joined with the dead URL only
+        bob = await start_node(stack, tmp_path / "bob", victim.url, provider)
+        assert victim.process is None and bob.hub.status.hub_url != victim.url
+        await all_completed(alice, await send_tasks(alice, bob, 5, "after the restart"))
+
+
+async def advertised(instance: HubProcess, urls: list[str]) -> bool:
+    """``instance`` advertises exactly ``urls``, in its ``GET /v1/hub`` (signed)."""
+    status, info = await get_json(f"http://127.0.0.1:{instance.port}/v1/hub")
+    return status == 200 and (info["instances"] or {}).get("urls") == urls
 
 
 async def test_postgres_and_nats_restart(cluster: Cluster, tmp_path: Path,

@@ -19,7 +19,7 @@ from anet_core.tasks import TaskError
 from anet_hub.app import HubConfig
 from anet_hub.federation import FederationLimits, PeerHub
 from tests.hub.network import Provider, all_completed, send_tasks, start_node
-from tests.support.hubs import RunningHub
+from tests.support.hubs import RunningHub, get_json
 from tests.support.processes import free_port
 from tests.support.waiting import eventually
 
@@ -133,25 +133,35 @@ async def test_a_federated_hub_is_limited_and_may_only_look_up_and_send(
 
 async def test_a_federation_link_fails_over_between_the_other_hubs_instances(
         tmp_path: Path) -> None:
-    """Hub one names hub two by the URLs of its two instances (``AID@URL,URL``; the second an
-    instance with the same identity): the link comes up at the first, and at the second once
-    the first is gone."""
-    two, port = identity(tmp_path, "two"), free_port()
-    shutil.copytree(tmp_path / "two" / "identity", tmp_path / "two-b" / "identity")
+    """Hub one names hub two by the URLs of two instances (``AID@URL,URL``; the second an
+    instance with the same identity), and hub two advertises a third (``--public-url``, signed
+    in its challenge): the link comes up at the first, goes to the second once the first is
+    gone, and to the third, which only hub two named, once the second is gone too."""
+    two, port, third_port = identity(tmp_path, "two"), free_port(), free_port()
+    third_url = f"ws://localhost:{third_port}"  # another spelling of 127.0.0.1: another URL
+    for copy in ("two-b", "two-c"):
+        shutil.copytree(tmp_path / "two" / "identity", tmp_path / copy / "identity")
     names_one = (PeerHub(identity(tmp_path, "one").aid, f"ws://127.0.0.1:{port}"),)
-    first, second = [await RunningHub(HubConfig(data_dir=tmp_path / name,
-                                                 federate=names_one)).start()
+    first, second = [await RunningHub(HubConfig(data_dir=tmp_path / name, federate=names_one,
+                                                public_url=third_url)).start()
                      for name in ("two", "two-b")]
+    third = await RunningHub(HubConfig(data_dir=tmp_path / "two-c", federate=names_one),
+                             port=third_port).start()
     peer = PeerHub.parse(f"{two.aid}@{first.url},{second.url}")
     one = await RunningHub(HubConfig(data_dir=tmp_path / "one", federate=(peer,)),
                            port=port).start()
     try:
         link = one.state.federation.links[two.aid]
         await eventually(lambda: link.up and link.url == first.url, "linked to the first")
+        assert link.urls == (first.url, second.url, third_url)
         await first.stop()
         await eventually(lambda: link.up and link.url == second.url, "linked to the second")
+        await second.stop()
+        await eventually(lambda: link.up and link.url == third_url, "linked to the third")
+        _, info = await get_json(f"{one.http}/v1/hub")
+        assert info["federation"][0]["urls"] == [first.url, second.url, third_url]
     finally:
-        for hub in (one, first, second):
+        for hub in (one, first, second, third):
             await hub.stop()
 
 
@@ -176,8 +186,9 @@ def test_federate_specs_are_checked() -> None:
         aid, "ws://hub.example.org:8765")
     assert PeerHub.parse(f"{aid}@wss://a.example/,wss://b.example/v1/ws,wss://a.example") == \
         PeerHub(aid, "wss://a.example", ("wss://b.example",))
-    for bad in ("ws://hub:1", f"{aid}@http://hub:1", "nope@ws://hub:1",
-                f"{aid}@ws://hub:1,", f"{aid}@ws://hub:1,http://other:2"):
+    assert PeerHub.parse(f"{aid}@https://Hub.example:1") == PeerHub(aid, "wss://hub.example:1")
+    for bad in ("ws://hub:1", f"{aid}@ftp://hub:1", "nope@ws://hub:1",
+                f"{aid}@ws://hub:1,", f"{aid}@ws://hub:1,ftp://other:2"):
         with pytest.raises(ValueError, match="AID@ws://HOST:PORT"):
             PeerHub.parse(bad)
     with pytest.raises(ValueError, match="positive"):

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from anet_core import hookimpl
-from anet_core.identity import Identity
+from anet_core.identity import Identity, sign_document
 from anet_core.link import HubError, JoinState, SearchQuery, Verification
 from anet_core.link.client import HubClient
 from anet_core.link.connection import RECONNECT, normalize_hub_url
 from anet_core.node import Node
 from anet_core.plugins import Plugins
 from anet_core.records import SkillSource
+from tests.support.hubs import RunningHub
 from tests.support.nodes import open_node, plugins_with, prepare
 from tests.support.processes import free_port
 from tests.support.waiting import eventually
@@ -113,6 +117,52 @@ async def test_a_link_fails_over_to_the_next_instance_that_proves_the_pinned_hub
         await eventually(lambda: client.status.state is JoinState.UNREACHABLE, "all gone")
         assert re.fullmatch(r"Hub ws://\S+ \(and its 2 other instances\) unreachable since "
                             r"\S+; retrying\.", client.status.sentence), client.status.sentence
+    finally:
+        await client.close()
+
+
+async def test_a_link_learns_the_instances_its_hub_advertises(tmp_path, hub_factory, caplog):
+    """Joined at one URL, the node learns the instance URLs the hub signs into its challenge,
+    keeps them with the pin, and fails over to them: at once, and after a restart of the node
+    while the URL it was joined with is still down. A list signed by another key is ignored."""
+    twin_port = free_port()
+    twin_url = f"ws://localhost:{twin_port}"  # another spelling of 127.0.0.1: another URL
+    first = await hub_factory(public_url=twin_url)
+    shutil.copytree(first.config.data_dir / "identity", tmp_path / "twin" / "identity")
+    twin = await RunningHub(replace(first.config, data_dir=tmp_path / "twin"),
+                            port=twin_port).start()
+    identity, pin = Identity.create(tmp_path / "identity"), tmp_path / "pin.json"
+    try:
+        async with running_client(identity, first.url, pin) as client:
+            assert client.status.hub_urls == (first.url, twin_url)
+            assert json.loads(pin.read_text())["instances"]["urls"] == [twin_url]
+            await first.stop()
+            await eventually(lambda: client.status.state is JoinState.REGISTERED
+                             and client.status.hub_url == twin_url, "registered at the twin")
+        async with running_client(identity, first.url, pin) as client:  # first still down
+            await eventually(lambda: client.status.state is JoinState.REGISTERED
+                             and client.status.hub_url == twin_url, "the twin, after a restart")
+            assert client.status.as_dict()["hubUrls"] == [first.url, twin_url]
+
+        # An advertisement signed by someone else than the pinned hub is not followed.
+        stranger = Identity.create(tmp_path / "stranger")
+        forged = sign_document(stranger, {"type": "anet.hub-instances", "hub": stranger.aid,
+                                          "urls": ["ws://127.0.0.1:9"], "issuedAt": 1})
+        twin.state.advertisement.doc = forged
+        async with running_client(identity, twin_url, pin) as client:
+            assert client.status.hub_urls == (twin_url,)
+        assert "event=hub-instances-ignored" in caplog.text
+        assert "reason=hub-instances-wrong-signer" in caplog.text
+    finally:
+        await twin.stop()
+
+
+@asynccontextmanager
+async def running_client(identity: Identity, url: str, pin: Path) -> AsyncIterator[HubClient]:
+    client = HubClient(identity, url=url, pin_path=pin)
+    await client.start()
+    try:
+        yield client
     finally:
         await client.close()
 

@@ -73,6 +73,12 @@ class RunningHub:
             await runner.cleanup()
 
 
+async def get_json(url: str) -> tuple[int, Any]:
+    """A hub's HTTP read: status and JSON body."""
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        return response.status, await response.json(content_type=None)
+
+
 @dataclass
 class Inbox:
     """A receiver that keeps what it is given; ``fail`` makes the next calls raise."""

@@ -3,7 +3,8 @@
 HTTP (all JSON, all public: the directory is signed by its authors, not secret)::
 
     GET /v1/health          {"status": "ok", "hubAid", "connected", "protocol"}
-    GET /v1/hub             the hub's AID, key history, limits and signed official list
+    GET /v1/hub             the hub's AID, key history, limits, signed official list, its
+                            instances (signed) and its federation links
     GET /v1/agents          search: ?skill=&tag=&q=&cursor=&limit=
     GET /v1/agents/{aid}    one directory entry
     GET /v1/ws              the nodes' WebSocket (frames: anet_core.protocol.frames)
@@ -47,6 +48,7 @@ from anet_core.protocol.frames import (
     Refusal,
     SearchFrame,
 )
+from anet_hub.advertisement import Advertisement, InstanceUrls
 from anet_hub.counted import CountedStorage
 from anet_hub.defaults import (
     DEFAULT_BURST,
@@ -140,6 +142,7 @@ class HubState:
     directory: Directory
     relay: Relay
     metrics: HubMetrics
+    advertisement: Advertisement
     router: ClusterRouter | None = None
     federation: FederationService | None = None
     sessions: set[Session] = field(default_factory=set)
@@ -211,10 +214,11 @@ async def hub_info(request: web.Request) -> web.Response:
     return web.json_response({
         "aid": hub.identity.aid, "history": hub.identity.history,
         "officialList": await hub.official_list(),
+        "instances": hub.advertisement.doc,
         "limits": {"maxEnvelopeBytes": limits.max_envelope_bytes,
                    "ratePerSecond": limits.rate_per_second, "burst": limits.burst,
                    "queueTtlSeconds": limits.queue_ttl_s},
-        "federation": [{"aid": link.peer.aid, "url": link.url, "urls": list(link.peer.urls),
+        "federation": [{"aid": link.peer.aid, "url": link.url, "urls": list(link.urls),
                         "state": link.state}
                        for link in (hub.federation.links.values() if hub.federation else ())]})
 
@@ -271,10 +275,12 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
     metrics.follow_connections(lambda: len(relay.connections))
     router: ClusterRouter | None = None
     federation: FederationService | None = None
+    advertisement = Advertisement(identity, config.public_url)
+    advertisement.update()
     try:
         if config.deployment.nats:
             router = await _start_router(relay, storage, identity.aid, config.deployment.nats,
-                                         metrics)
+                                         metrics, config.public_url)
             relay.router = router
         if config.federate:
             federation = FederationService(identity, {peer.aid: peer for peer in config.federate},
@@ -284,10 +290,12 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
             relay.federation = federation
         directory = Directory(storage, approval=config.approval, online=relay.online_among,
                               federated=federation.lookup if federation else None)
-        app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics, router,
-                                  federation)
+        app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics,
+                                  advertisement, router, federation)
         background = [asyncio.create_task(_sweep(storage, relay)),
                       asyncio.create_task(_watch_heartbeats(app[STATE_KEY]))]
+        if router is not None and isinstance(storage, InstanceUrls):
+            background.append(asyncio.create_task(advertisement.follow(storage)))
         try:
             yield
         finally:
@@ -304,14 +312,14 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _start_router(relay: Relay, storage: HubStorage, hub_aid: str, url: str,
-                        metrics: HubMetrics) -> ClusterRouter:
+                        metrics: HubMetrics, public_url: str | None) -> ClusterRouter:
     try:
         from anet_hub.cluster import NatsRouter, Presence
     except ImportError:
         raise AnetError("hub-cluster-missing", "routing over NATS needs the cluster extra",
                         hint=CLUSTER_EXTRA) from None
     assert isinstance(storage, Presence), "--nats is refused without --postgres"
-    router = NatsRouter(relay, storage, hub_aid, url, metrics)
+    router = NatsRouter(relay, storage, hub_aid, url, metrics, public_url)
     try:
         await router.start()
     except ConnectionError as error:

@@ -64,7 +64,8 @@ REPLACED_CODE = 4001
 class Presence(Protocol):
     """Which instance holds which node (``anet_hub.postgres``)."""
 
-    async def instance_alive(self, instance: str) -> None: ...
+    async def instance_alive(self, instance: str, url: str | None) -> None:
+        """``instance`` runs now, taking nodes at ``url`` (its ``--public-url``)."""
 
     async def forget_instance(self, instance: str) -> None: ...
 
@@ -84,6 +85,8 @@ class NatsRouter:
     hub_aid: str
     url: str
     metrics: HubMetrics
+    public_url: str | None = None
+    """Where this instance takes nodes, as the others advertise it (anet_hub.advertisement)."""
     instance: str = field(default_factory=lambda: uuid.uuid4().hex)
     _nc: NatsClient | None = None
     _subscriptions: dict[str, Subscription] = field(default_factory=dict)
@@ -114,7 +117,7 @@ class NatsRouter:
                                   f"{str(error) or type(error).__name__}") from error
         await self._nc.subscribe(f"{self.prefix}.rescan", cb=self._on_rescan)
         self.metrics.follow_broker(lambda: self.connected)
-        await self.presence.instance_alive(self.instance)
+        await self.presence.instance_alive(self.instance, self.public_url)
         self._loops = [asyncio.create_task(self._rescan_forever()),
                        asyncio.create_task(self._heartbeat_forever())]
 
@@ -219,7 +222,7 @@ class NatsRouter:
         while True:
             await asyncio.sleep(HEARTBEAT_S)
             try:
-                await self.presence.instance_alive(self.instance)
+                await self.presence.instance_alive(self.instance, self.public_url)
             except StorageError as error:
                 log.warning("event=heartbeat-failed reason=%s", error.reason)
 

@@ -26,7 +26,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import ValidationError
@@ -37,11 +36,13 @@ from anet_core.api import (
     HistoryError,
     Identity,
     TokenBucket,
+    VerifiedHistory,
     b64u,
     is_aid,
     verify_history,
     verify_signature,
 )
+from anet_core.protocol.documents import DirectoryDocError, verify_hub_instances
 from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     HUB_FRAME,
@@ -56,6 +57,8 @@ from anet_core.protocol.frames import (
     RegisteredFrame,
     answer_challenge,
     challenge_bytes,
+    hub_urls,
+    normalize_hub_url,
 )
 from anet_hub.defaults import (
     DEFAULT_FEDERATION_BURST,
@@ -88,13 +91,14 @@ class PeerHub:
     @classmethod
     def parse(cls, spec: str) -> PeerHub:
         aid, sep, listed = spec.partition("@")
-        urls = [url.strip() for url in listed.split(",")]
-        if not sep or not is_aid(aid) or not all(
-                urlsplit(url).scheme in ("ws", "wss") and urlsplit(url).hostname for url in urls):
+        try:
+            if not sep or not is_aid(aid):
+                raise ValueError(aid)
+            first, *instances = dict.fromkeys(map(normalize_hub_url, listed.split(",")))
+        except ValueError:
             raise ValueError(f"--federate {spec!r}: expected AID@ws://HOST:PORT (the other hub's "
                              "AID, from its `GET /v1/hub`, and the URL its nodes use), then the "
-                             "URLs of its other instances after commas")
-        first, *instances = dict.fromkeys(url.rstrip("/").removesuffix(WS_PATH) for url in urls)
+                             "URLs of its other instances after commas") from None
         return cls(aid, first, tuple(instances))
 
 
@@ -129,6 +133,9 @@ class PeerLink:
     state: str = "connecting"
     """``up``, ``connecting``, or the reason of the last refusal (``not-federated``…)."""
     detail: str = ""
+    advertised: tuple[str, ...] = ()
+    """The instances the other hub advertised (signed) in its last challenge."""
+    _failover: Failover | None = None
     _ws: aiohttp.ClientWebSocketResponse | None = None
     _pending: dict[str, asyncio.Future[HubFrame]] = field(default_factory=dict)
     _rids: itertools.count[int] = field(default_factory=itertools.count)
@@ -137,10 +144,16 @@ class PeerLink:
     def up(self) -> bool:
         return self._ws is not None and not self._ws.closed
 
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The other hub's instances the link tries: named in ``--federate``, then
+        advertised."""
+        return tuple(dict.fromkeys((*self.peer.urls, *self.advertised)))
+
     async def run_forever(self, http: aiohttp.ClientSession) -> None:
         """Keep the link up at one of the other hub's instances: the next at once after a
         link ends, a wait after a round of them all failed (:class:`Failover`)."""
-        failover = Failover(self.peer.urls, RETRY)
+        failover = self._failover = Failover(self.urls, RETRY)
         while True:
             self.url = failover.url
             was_up = False
@@ -161,7 +174,7 @@ class PeerLink:
         ws_url = self.url + WS_PATH
         async with http.ws_connect(ws_url, heartbeat=self.heartbeat_s, max_msg_size=0) as ws:
             challenge = await self._receive(ws, ChallengeFrame)
-            self._check_peer(challenge)
+            self._follow(challenge.instances, self._check_peer(challenge))
             await ws.send_str(json.dumps(answer_challenge(
                 self.identity, hub_aid=challenge.hub_aid, hub_url=ws_url,
                 nonce=challenge.nonce, ts=challenge.ts, frame_type="federate")))
@@ -196,8 +209,9 @@ class PeerLink:
             raise LinkDown("peer-hub-protocol", f"expected {expected.__name__}, got {frame.type}")
         return frame
 
-    def _check_peer(self, challenge: ChallengeFrame) -> None:
-        """The hub at the URL is the one the operator named, and signed the challenge."""
+    def _check_peer(self, challenge: ChallengeFrame) -> VerifiedHistory:
+        """The hub at the URL is the one the operator named, and signed the challenge: its
+        history."""
         if challenge.hub_aid != self.peer.aid:
             raise LinkDown("peer-hub-identity", f"the hub at {self.url} is "
                                                 f"{challenge.hub_aid}, not {self.peer.aid} as "
@@ -211,6 +225,24 @@ class PeerLink:
                                 context=CHALLENGE_CONTEXT):
             raise LinkDown("peer-hub-identity", f"the challenge from {self.url} is not "
                                                 "signed by its hub's key")
+        return history
+
+    def _follow(self, doc: dict[str, Any] | None, history: VerifiedHistory) -> None:
+        """Fail over to the instances the other hub advertised too, from now on."""
+        if doc is None:
+            return
+        try:
+            listed = verify_hub_instances(doc, history)
+        except DirectoryDocError as error:
+            log.warning("event=federation-instances-ignored peer=%s reason=%s", self.peer.aid,
+                        error.reason)
+            return
+        self.advertised, ignored = hub_urls(listed.urls)
+        if ignored:
+            log.warning("event=federation-instances-ignored peer=%s urls=%r", self.peer.aid,
+                        ignored)
+        if self._failover is not None:
+            self._failover.update(self.urls)
 
     def _on_answer(self, text: str) -> None:
         try:

@@ -31,7 +31,8 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--approval", action="store_true",
                        help="new nodes wait for `anet hub approve <aid>`")
     serve.add_argument("--public-url", metavar="URL",
-                       help="the URL nodes use, when a proxy makes it differ from HOST:PORT")
+                       help="the URL nodes use, when a proxy makes it differ from HOST:PORT; "
+                            "advertised to nodes, who fail over to every instance's")
     serve.add_argument("--max-envelope-bytes", type=int, metavar="N",
                        default=defaults.DEFAULT_MAX_ENVELOPE_BYTES,
                        help="largest envelope a node may send (default %(default)s = 16 MiB)")

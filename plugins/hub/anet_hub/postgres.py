@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from anet_hub.advertisement import ADVERTISED_FOR_S
 from anet_hub.ledger_postgres import LEDGER_SCHEMA, PostgresLedger
 from anet_hub.storage import (
     AGENT_COLUMNS,
@@ -91,6 +92,7 @@ CREATE TABLE IF NOT EXISTS rate_buckets (
     granted BOOLEAN NOT NULL
 );
 CREATE TABLE IF NOT EXISTS instances (id TEXT PRIMARY KEY, seen DOUBLE PRECISION NOT NULL);
+ALTER TABLE instances ADD COLUMN IF NOT EXISTS url TEXT;
 CREATE TABLE IF NOT EXISTS presence (
     aid TEXT COLLATE "C" PRIMARY KEY,
     instance TEXT NOT NULL,
@@ -317,6 +319,7 @@ class PostgresHubStorage:
 
     async def purge_expired(self, now: float) -> int:
         status = await self._execute("DELETE FROM envelopes WHERE expires_at <= $1", now)
+        await self._execute(f"DELETE FROM instances WHERE seen < {_NOW} - $1", ADVERTISED_FOR_S)
         return int(status.split()[-1])
 
     # -- rate limits across instances ---------------------------------------------------------
@@ -328,17 +331,20 @@ class PostgresHubStorage:
 
     # -- which instance holds which node --------------------------------------------------------
 
-    async def instance_alive(self, instance: str) -> None:
-        await self._execute(f"INSERT INTO instances (id, seen) VALUES ($1, {_NOW}) "
-                            f"ON CONFLICT (id) DO UPDATE SET seen = {_NOW}", instance)
+    async def instance_alive(self, instance: str, url: str | None) -> None:
+        await self._execute(f"INSERT INTO instances (id, seen, url) VALUES ($1, {_NOW}, $2) "
+                            f"ON CONFLICT (id) DO UPDATE SET seen = {_NOW}, url = $2",
+                            instance, url)
 
     async def forget_instance(self, instance: str) -> None:
-        async def forget(conn: asyncpg.Connection) -> None:
-            async with conn.transaction():
-                await conn.execute("DELETE FROM presence WHERE instance = $1", instance)
-                await conn.execute("DELETE FROM instances WHERE id = $1", instance)
+        # The instance's own row stays: its URL is advertised for a while yet (it may be
+        # restarting), and the sweep drops it later (purge_expired).
+        await self._execute("DELETE FROM presence WHERE instance = $1", instance)
 
-        await self._run(forget)
+    async def instance_urls(self, *, within_s: float) -> list[str]:
+        rows = await self._fetch("SELECT DISTINCT url FROM instances WHERE url IS NOT NULL "
+                                 f"AND seen > {_NOW} - $1 ORDER BY url", within_s)
+        return [row[0] for row in rows]
 
     async def set_presence(self, aid: str, instance: str) -> None:
         await self._execute(f"INSERT INTO presence (aid, instance, since) VALUES ($1, $2, {_NOW}) "

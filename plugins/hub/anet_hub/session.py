@@ -130,7 +130,8 @@ class Session:
             challenge_bytes(hub_aid=challenge.hub_aid, nonce=challenge.nonce, ts=challenge.ts),
             context=CHALLENGE_CONTEXT)
         return ChallengeFrame(hub_aid=challenge.hub_aid, hub_history=self.hub.identity.history,
-                              nonce=challenge.nonce, ts=challenge.ts, signature=b64u(signature))
+                              nonce=challenge.nonce, ts=challenge.ts, signature=b64u(signature),
+                              instances=self.hub.advertisement.doc)
 
     async def _handle_text(self, text: str) -> None:
         # Strict JSON first: NaN, lone surrogates and deep nesting are refused before anything
