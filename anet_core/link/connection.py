@@ -43,6 +43,7 @@ from anet_core.protocol.frames import (
     DeliverFrame,
     ErrorFrame,
     HubFrame,
+    InstancesFrame,
     Limits,
     Refusal,
     RegisteredFrame,
@@ -460,6 +461,8 @@ class HubConnection:
                 channel.on_deliver(frame.envelope)
         elif isinstance(frame, RegisteredFrame):
             self._registered(frame, channel)
+        elif isinstance(frame, InstancesFrame):
+            self._instances_changed(frame.instances)
         elif (rid := getattr(frame, "rid", None)) is not None and rid in self._pending:
             future = self._pending[rid]
             if not future.done():
@@ -480,6 +483,17 @@ class HubConnection:
             log.warning("event=hub-instances-ignored url=%s reason=%s detail=%r", url,
                         error.reason, error.message)
             return None
+
+    def _instances_changed(self, doc: dict[str, Any]) -> None:
+        """The hub told of its instances as they are now (one started since this connection
+        was made): kept with the pin, and followed."""
+        history, url = self.hub_history, self._url
+        if history is None or url is None:
+            return
+        advertised = self._advertised(url, doc, history)
+        if advertised is not None:
+            self._pin(url, history, advertised.doc)
+            self._follow(advertised.urls)
 
     def _follow(self, advertised: Sequence[str]) -> None:
         """Try the configured URLs, then ``advertised`` (the running link too, from its next

@@ -284,9 +284,17 @@ class ErrorFrame(_Outbound):
     retry_after: float | None = None
 
 
+class InstancesFrame(_Outbound):
+    """The hub's instances changed (one started, or was gone for an hour): its signed
+    ``anet.hub-instances`` document, sent to every node and federated hub connected."""
+
+    type: Literal["instances"] = "instances"
+    instances: dict[str, Any]
+
+
 HubFrame = Annotated[
     ChallengeFrame | RegisteredFrame | AcceptedFrame | DeliverFrame | EntryFrame | ResultsFrame
-    | OkFrame | ErrorFrame,
+    | OkFrame | ErrorFrame | InstancesFrame,
     Field(discriminator="type")]
 HUB_FRAME: TypeAdapter[HubFrame] = TypeAdapter(HubFrame)
 

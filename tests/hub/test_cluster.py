@@ -23,6 +23,7 @@ import pytest
 pytest.importorskip("asyncpg")
 pytest.importorskip("nats")
 
+from anet_core.identity import Identity
 from anet_core.link.contract import JoinState
 from anet_core.node import Node
 from anet_hub.deployment import Deployment
@@ -59,16 +60,27 @@ class Cluster:
     nats_url: str
     public_url: str | None = None
     """Every instance's ``--public-url`` (a balancer's); without it, each advertises its own."""
+    federate: tuple[str, ...] = ()
+    """``--federate`` of every instance."""
     instances: list[HubProcess] = field(default_factory=list)
 
-    def add(self) -> HubProcess:
+    def identity(self) -> str:
+        """The hub's AID, its operator key made before the first instance starts."""
+        directory = self.root / "instance0" / "hub" / "identity"
+        if not (directory / "history.json").exists():
+            return Identity.create(directory).aid
+        return Identity.load(directory).aid
+
+    def add(self, port: int | None = None) -> HubProcess:
         data = self.root / f"instance{len(self.instances)}" / "hub"
         if self.instances:
             data.mkdir(parents=True)
             shutil.copytree(self.instances[0].data / "identity", data / "identity")
-        port = free_port()
+        port = port or free_port()
         options = ["--postgres", self.database, "--nats", self.nats_url,
                    "--public-url", self.public_url or f"ws://127.0.0.1:{port}"]
+        for peer in self.federate:
+            options += ["--federate", peer]
         instance = HubProcess(data, port, options=tuple(options)).start()
         self.instances.append(instance)
         return instance
@@ -273,6 +285,65 @@ async def test_a_node_joined_at_one_instance_learns_the_others_and_fails_over_to
         bob = await start_node(stack, tmp_path / "bob", victim.url, provider)
         assert victim.process is None and bob.hub.status.hub_url != victim.url
         await all_completed(alice, await send_tasks(alice, bob, 5, "after the restart"))
+
+
+async def test_two_federated_clusters_with_an_instance_of_each_killed_in_turn(
+        tmp_path: Path, postgres: PostgresServer,  # noqa: F811 - the fixtures
+        nats: NatsServer) -> None:  # noqa: F811
+    """Hubs one and two, two instances each, federated by naming only the other's first
+    instance (the second is advertised). alice is at one, bob at two. Killed in turn: two's
+    first instance (bob's, and the URL one was told), then one's first (alice's), which then
+    comes back while two's first is still down and finds two's second from what the cluster
+    saved; then one's second. Every task completes, none served twice."""
+    one, two = (Cluster(tmp_path / name, postgres.create_database(f"hub_{uuid.uuid4().hex[:12]}"),
+                        nats.url) for name in ("one", "two"))
+    one_port, two_port = free_port(), free_port()
+    one.federate = (f"{two.identity()}@ws://127.0.0.1:{two_port}",)
+    two.federate = (f"{one.identity()}@ws://127.0.0.1:{one_port}",)
+    try:
+        for cluster, port in ((two, two_port), (one, one_port)):
+            cluster.add(port), cluster.add()
+            urls = sorted(instance.url for instance in cluster.instances)
+            await eventually(lambda c=cluster, u=urls: advertised(c.instances[0], u),
+                             "the first instance advertises both", 30)
+        provider, ids = Provider(), []
+        async with AsyncExitStack() as stack:
+            bob = await start_node(stack, tmp_path / "bob", two.instances[0].url, provider)
+            alice = await start_node(stack, tmp_path / "alice", one.instances[0].url)
+            await eventually(lambda: federation_up(one), "hub one's links are up", 30)
+            ids += await send_tasks(alice, bob, 10, "both up")
+            await all_completed(alice, ids)
+
+            two.instances[0].kill()
+            ids += await send_tasks(alice, bob, 10, "two's first killed")
+            await all_completed(alice, ids, RECOVERY_S)
+            assert bob.hub.status.hub_url == two.instances[1].url
+
+            one.instances[0].kill()
+            ids += await send_tasks(alice, bob, 10, "one's first killed")
+            await all_completed(alice, ids, RECOVERY_S)
+            one.instances[0].start()  # two's first is still down: the saved instances
+            await eventually(lambda: federation_up(one, only=one.instances[0]),
+                             "the restarted instance linked to two's second", 30)
+            one.instances[1].kill()
+            ids += await send_tasks(alice, bob, 10, "one's second killed")
+            await all_completed(alice, ids, RECOVERY_S)
+            assert alice.hub.status.hub_url == one.instances[0].url
+            assert_each_served_once(provider, ids)
+    finally:
+        one.stop()
+        two.stop()
+
+
+async def federation_up(cluster: Cluster, only: HubProcess | None = None) -> bool:
+    """Each running instance of ``cluster`` (or ``only``) has its links up."""
+    for instance in [only] if only else cluster.instances:
+        if instance.process is None:
+            continue
+        status, info = await get_json(f"http://127.0.0.1:{instance.port}/v1/hub")
+        if status != 200 or not all(link["state"] == "up" for link in info["federation"]):
+            return False
+    return True
 
 
 async def advertised(instance: HubProcess, urls: list[str]) -> bool:

@@ -136,7 +136,8 @@ async def test_a_federation_link_fails_over_between_the_other_hubs_instances(
     """Hub one names hub two by the URLs of two instances (``AID@URL,URL``; the second an
     instance with the same identity), and hub two advertises a third (``--public-url``, signed
     in its challenge): the link comes up at the first, goes to the second once the first is
-    gone, and to the third, which only hub two named, once the second is gone too."""
+    gone, and to the third, which only hub two named, once the second is gone too; and to the
+    third again after hub one restarted (it kept what hub two advertised)."""
     two, port, third_port = identity(tmp_path, "two"), free_port(), free_port()
     third_url = f"ws://localhost:{third_port}"  # another spelling of 127.0.0.1: another URL
     for copy in ("two-b", "two-c"):
@@ -160,6 +161,13 @@ async def test_a_federation_link_fails_over_between_the_other_hubs_instances(
         await eventually(lambda: link.up and link.url == third_url, "linked to the third")
         _, info = await get_json(f"{one.http}/v1/hub")
         assert info["federation"][0]["urls"] == [first.url, second.url, third_url]
+
+        # Hub one restarts with both named instances still down: it saved what hub two
+        # advertised, and links to the third at once.
+        await one.stop()
+        one = await RunningHub(one.config, port=port).start()
+        link = one.state.federation.links[two.aid]
+        await eventually(lambda: link.up and link.url == third_url, "the third, after a restart")
     finally:
         for hub in (one, first, second, third):
             await hub.stop()

@@ -157,6 +157,19 @@ async def test_a_link_learns_the_instances_its_hub_advertises(tmp_path, hub_fact
         await twin.stop()
 
 
+async def test_a_link_follows_the_instances_its_hub_announces(tmp_path, hub_factory):
+    """An instance that starts after the node connected is announced on the open connection
+    (an ``instances`` frame): the node fails over to it from then on, and keeps it."""
+    hub = await hub_factory()  # no --public-url: nothing advertised yet
+    identity, pin = Identity.create(tmp_path / "identity"), tmp_path / "pin.json"
+    async with running_client(identity, hub.url, pin) as client:
+        assert client.status.hub_urls == (hub.url,)
+        started = f"ws://127.0.0.1:{free_port()}"
+        hub.state.advertisement.update([started])
+        await eventually(lambda: client.status.hub_urls == (hub.url, started), "announced")
+        assert json.loads(pin.read_text())["instances"]["urls"] == [started]
+
+
 @asynccontextmanager
 async def running_client(identity: Identity, url: str, pin: Path) -> AsyncIterator[HubClient]:
     client = HubClient(identity, url=url, pin_path=pin)

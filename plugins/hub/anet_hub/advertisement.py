@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -44,6 +44,8 @@ class Advertisement:
     """This instance's ``--public-url`` (None: it advertises nothing of its own)."""
     doc: dict[str, Any] | None = None
     """The signed ``anet.hub-instances`` document; None while there is no URL to advertise."""
+    on_change: Callable[[dict[str, Any]], None] | None = None
+    """Told each new document (the hub tells those connected)."""
     _urls: tuple[str, ...] = field(default=(), repr=False)
 
     def update(self, others: Iterable[str] = ()) -> None:
@@ -54,6 +56,8 @@ class Advertisement:
         self._urls = urls
         self.doc = sign_hub_instances(self.identity, list(urls)) if urls else None
         log.info("event=instances-advertised urls=%s", ",".join(urls) or "none")
+        if self.doc is not None and self.on_change is not None:
+            self.on_change(self.doc)
 
     async def follow(self, cluster: InstanceUrls) -> None:
         """Keep up with the cluster's instances for as long as the hub runs."""

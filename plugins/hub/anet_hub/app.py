@@ -23,7 +23,7 @@ import functools
 import logging
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -45,6 +45,7 @@ from anet_core.protocol.frames import (
     MAX_SEARCH_LIMIT,
     PROTOCOL_VERSION,
     WS_PATH,
+    InstancesFrame,
     Refusal,
     SearchFrame,
 )
@@ -149,6 +150,8 @@ class HubState:
     advertisement: Advertisement
     router: ClusterRouter | None = None
     federation: FederationService | None = None
+    sends: set[asyncio.Task[None]] = field(default_factory=set)
+    """Pings and announcements on their way (:func:`_fire`)."""
     sessions: set[Session] = field(default_factory=set)
     """Every WebSocket session open now (nodes, federated hubs, and those still answering the
     challenge): watched by :func:`_watch_heartbeats`, closed first at shutdown so that no
@@ -293,13 +296,14 @@ async def _hub_state(app: web.Application) -> AsyncIterator[None]:
         if config.federate:
             federation = FederationService(identity, {peer.aid: peer for peer in config.federate},
                                            config.federation_limits,
-                                           heartbeat_s=config.heartbeat_s)
+                                           heartbeat_s=config.heartbeat_s, saved=storage)
             await federation.start()
             relay.federation = federation
         directory = Directory(storage, approval=config.approval, online=relay.online_among,
                               federated=federation.lookup if federation else None)
-        app[STATE_KEY] = HubState(config, identity, storage, directory, relay, metrics,
-                                  advertisement, router, federation)
+        app[STATE_KEY] = hub = HubState(config, identity, storage, directory, relay, metrics,
+                                        advertisement, router, federation)
+        advertisement.on_change = functools.partial(_announce, hub)
         background = [asyncio.create_task(_sweep(storage, relay)),
                       asyncio.create_task(_watch_heartbeats(app[STATE_KEY]))]
         if router is not None and isinstance(storage, InstanceUrls):
@@ -349,14 +353,39 @@ async def _close_sockets(app: web.Application) -> None:
                              return_exceptions=True)
 
 
+def _announce(hub: HubState, doc: dict[str, Any]) -> None:
+    """Tell every registered node and federated hub of the hub's instances as they are now, so
+    that a connection made before an instance started fails over to it too."""
+    frame = InstancesFrame(instances=doc).dump()
+    for session in hub.sessions:
+        if session.aid is not None and not session.ws.closed:
+            _fire(hub.sends, session.ws.send_str(frame))
+
+
+def _fire(pending: set[asyncio.Task[None]], send: Coroutine[Any, Any, None]) -> None:
+    """Send without waiting, each on its own: a peer that reads nothing must not hold the
+    others up, and one that went away meanwhile is no error."""
+    task = asyncio.create_task(send)
+    pending.add(task)
+    task.add_done_callback(_sent(pending))
+
+
+def _sent(pending: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # a connection that went away meanwhile: nothing to do
+
+    return done
+
+
 async def _watch_heartbeats(hub: HubState) -> None:
     """Ping each peer silent for ``--heartbeat``, and cut one silent for half as long again
     (docs/protocol.md, "Heartbeats"). A frame of any kind, a pong too, ends a silence
     (``Session.last_frame_at``); a cut connection ends its session, whose ``lastSeen`` is
     that last frame. One task for every connection: no timer per connection to keep."""
     heartbeat = hub.config.heartbeat_s
-    pings: set[asyncio.Task[None]] = set()  # each on its own: a peer that reads nothing
-    while True:                             # must not hold the others' up
+    while True:
         await asyncio.sleep(heartbeat / HEARTBEAT_CHECKS)
         now = time.time()
         for session in list(hub.sessions):
@@ -367,18 +396,7 @@ async def _watch_heartbeats(hub: HubState) -> None:
                 if session.transport is not None:
                     session.transport.abort()
             elif silent > heartbeat and not session.ws.closed:
-                ping = asyncio.create_task(session.ws.ping())
-                pings.add(ping)
-                ping.add_done_callback(_ping_done(pings))
-
-
-def _ping_done(pings: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
-    def done(ping: asyncio.Task[None]) -> None:
-        pings.discard(ping)
-        if not ping.cancelled():
-            ping.exception()  # a connection that went away meanwhile: nothing to do
-
-    return done
+                _fire(hub.sends, session.ws.ping())
 
 
 async def _sweep(storage: HubStorage, relay: Relay) -> None:

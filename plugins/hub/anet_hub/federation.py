@@ -25,7 +25,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from pydantic import ValidationError
@@ -53,6 +53,7 @@ from anet_core.protocol.frames import (
     EntryFrame,
     ErrorFrame,
     HubFrame,
+    InstancesFrame,
     Refusal,
     RegisteredFrame,
     answer_challenge,
@@ -65,6 +66,7 @@ from anet_hub.defaults import (
     DEFAULT_FEDERATION_RATE_PER_SECOND,
     DEFAULT_HEARTBEAT_S,
 )
+from anet_hub.storage import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,15 @@ class FederationLimits:
             raise ValueError("--federation-rate and --federation-burst must be positive")
 
 
+class SavedInstances(Protocol):
+    """Where the instances federated hubs advertised are kept (the hub's storage: shared by
+    the instances of a cluster, so each knows what any of them learnt)."""
+
+    async def peer_instances(self, aid: str) -> list[str]: ...
+
+    async def save_peer_instances(self, aid: str, urls: list[str]) -> None: ...
+
+
 class LinkDown(Exception):
     """The link to a federated hub is not up (``reason`` says why)."""
 
@@ -133,9 +144,13 @@ class PeerLink:
     state: str = "connecting"
     """``up``, ``connecting``, or the reason of the last refusal (``not-federated``…)."""
     detail: str = ""
+    saved: SavedInstances | None = None
     advertised: tuple[str, ...] = ()
-    """The instances the other hub advertised (signed) in its last challenge."""
+    """The instances the other hub advertised (signed) in its last challenge, or as saved."""
     _failover: Failover | None = None
+    _history: VerifiedHistory | None = None
+    """The other hub's, as verified in its last challenge."""
+    _told: asyncio.Task[None] | None = None
     _ws: aiohttp.ClientWebSocketResponse | None = None
     _pending: dict[str, asyncio.Future[HubFrame]] = field(default_factory=dict)
     _rids: itertools.count[int] = field(default_factory=itertools.count)
@@ -153,6 +168,7 @@ class PeerLink:
     async def run_forever(self, http: aiohttp.ClientSession) -> None:
         """Keep the link up at one of the other hub's instances: the next at once after a
         link ends, a wait after a round of them all failed (:class:`Failover`)."""
+        await self._read_saved()
         failover = self._failover = Failover(self.urls, RETRY)
         while True:
             self.url = failover.url
@@ -174,7 +190,8 @@ class PeerLink:
         ws_url = self.url + WS_PATH
         async with http.ws_connect(ws_url, heartbeat=self.heartbeat_s, max_msg_size=0) as ws:
             challenge = await self._receive(ws, ChallengeFrame)
-            self._follow(challenge.instances, self._check_peer(challenge))
+            self._history = self._check_peer(challenge)
+            await self._follow(challenge.instances, self._history)
             await ws.send_str(json.dumps(answer_challenge(
                 self.identity, hub_aid=challenge.hub_aid, hub_url=ws_url,
                 nonce=challenge.nonce, ts=challenge.ts, frame_type="federate")))
@@ -227,8 +244,20 @@ class PeerLink:
                                                 "signed by its hub's key")
         return history
 
-    def _follow(self, doc: dict[str, Any] | None, history: VerifiedHistory) -> None:
-        """Fail over to the instances the other hub advertised too, from now on."""
+    async def _read_saved(self) -> None:
+        """What an instance of this hub saved of the other hub's instances: a link that starts
+        while the URLs named in ``--federate`` are down still finds the others."""
+        if self.saved is None:
+            return
+        try:
+            self.advertised = hub_urls(await self.saved.peer_instances(self.peer.aid))[0]
+        except StorageError as error:
+            log.warning("event=federation-instances-unread peer=%s reason=%s", self.peer.aid,
+                        error.reason)
+
+    async def _follow(self, doc: dict[str, Any] | None, history: VerifiedHistory) -> None:
+        """Fail over to the instances the other hub advertised too, from now on, and save
+        them for this hub's other instances and its next start."""
         if doc is None:
             return
         try:
@@ -237,18 +266,31 @@ class PeerLink:
             log.warning("event=federation-instances-ignored peer=%s reason=%s", self.peer.aid,
                         error.reason)
             return
-        self.advertised, ignored = hub_urls(listed.urls)
+        advertised, ignored = hub_urls(listed.urls)
         if ignored:
             log.warning("event=federation-instances-ignored peer=%s urls=%r", self.peer.aid,
                         ignored)
+        if advertised == self.advertised:
+            return
+        self.advertised = advertised
         if self._failover is not None:
             self._failover.update(self.urls)
+        if self.saved is not None:
+            try:
+                await self.saved.save_peer_instances(self.peer.aid, list(advertised))
+            except StorageError as error:
+                log.warning("event=federation-instances-unsaved peer=%s reason=%s",
+                            self.peer.aid, error.reason)
 
     def _on_answer(self, text: str) -> None:
         try:
             frame = HUB_FRAME.validate_json(text)
         except ValidationError:
             log.warning("event=federation-bad-frame peer=%s", self.peer.aid)
+            return
+        if isinstance(frame, InstancesFrame) and self._history is not None:
+            # The other hub's instances changed: followed (and saved) in the background.
+            self._told = asyncio.create_task(self._follow(frame.instances, self._history))
             return
         rid = getattr(frame, "rid", None)
         future = self._pending.get(rid) if rid is not None else None
@@ -283,6 +325,7 @@ class FederationService:
     peers: dict[str, PeerHub]
     limits: FederationLimits = field(default_factory=FederationLimits)
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    saved: SavedInstances | None = None
     links: dict[str, PeerLink] = field(default_factory=dict)
     _homes: dict[str, tuple[str, float]] = field(default_factory=dict)
     _buckets: dict[str, TokenBucket] = field(default_factory=dict)
@@ -292,7 +335,8 @@ class FederationService:
     async def start(self) -> None:
         self._http = aiohttp.ClientSession()
         for peer in self.peers.values():
-            link = self.links[peer.aid] = PeerLink(peer, self.identity, self.heartbeat_s)
+            link = self.links[peer.aid] = PeerLink(peer, self.identity, self.heartbeat_s,
+                                                   saved=self.saved)
             self._tasks.append(asyncio.create_task(link.run_forever(self._http)))
 
     async def close(self) -> None:

@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS reviews (
 );
 CREATE TABLE IF NOT EXISTS official_list (id INTEGER PRIMARY KEY CHECK (id = 1),
                                           doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS federation_instances (aid TEXT PRIMARY KEY, urls TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS envelopes (
     seq BIGSERIAL PRIMARY KEY,
     recipient TEXT NOT NULL,
@@ -287,6 +288,17 @@ class PostgresHubStorage:
     async def put_official_list(self, doc: dict[str, Any]) -> None:
         await self._execute("INSERT INTO official_list (id, doc) VALUES (1, $1) "
                             "ON CONFLICT (id) DO UPDATE SET doc = excluded.doc", json.dumps(doc))
+
+    # -- federated hubs -----------------------------------------------------------------------
+
+    async def peer_instances(self, aid: str) -> list[str]:
+        rows = await self._fetch("SELECT urls FROM federation_instances WHERE aid = $1", aid)
+        return json.loads(rows[0][0]) if rows else []
+
+    async def save_peer_instances(self, aid: str, urls: list[str]) -> None:
+        await self._execute("INSERT INTO federation_instances (aid, urls) VALUES ($1, $2) "
+                            "ON CONFLICT (aid) DO UPDATE SET urls = excluded.urls", aid,
+                            json.dumps(urls))
 
     # -- queued envelopes ---------------------------------------------------------------------
 

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS reviews (
 );
 CREATE TABLE IF NOT EXISTS official_list (id INTEGER PRIMARY KEY CHECK (id = 1),
                                           doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS federation_instances (aid TEXT PRIMARY KEY, urls TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS envelopes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     recipient TEXT NOT NULL,
@@ -266,6 +267,21 @@ class SqliteHubStorage:
                          "ON CONFLICT (id) DO UPDATE SET doc = excluded.doc", (json.dumps(doc),))
 
         await self._call(self._tx, put)
+
+    # -- federated hubs -----------------------------------------------------------------------
+
+    async def peer_instances(self, aid: str) -> list[str]:
+        rows = await self._call(self._read, "SELECT urls FROM federation_instances WHERE aid = ?",
+                                (aid,))
+        return json.loads(rows[0][0]) if rows else []
+
+    async def save_peer_instances(self, aid: str, urls: list[str]) -> None:
+        def save(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO federation_instances (aid, urls) VALUES (?, ?) "
+                         "ON CONFLICT (aid) DO UPDATE SET urls = excluded.urls",
+                         (aid, json.dumps(urls)))
+
+        await self._call(self._tx, save)
 
     # -- queued envelopes ---------------------------------------------------------------------
 

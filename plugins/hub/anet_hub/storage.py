@@ -158,6 +158,14 @@ class HubStorage(Protocol):
 
     async def put_official_list(self, doc: dict[str, Any]) -> None: ...
 
+    # -- federated hubs -----------------------------------------------------------------------
+
+    async def peer_instances(self, aid: str) -> list[str]:
+        """The instances the federated hub ``aid`` advertised, as last saved (by any instance
+        of this hub)."""
+
+    async def save_peer_instances(self, aid: str, urls: list[str]) -> None: ...
+
     # -- queued envelopes ---------------------------------------------------------------------
 
     async def enqueue(self, *, id: str, sender: str, recipient: str, text: str, now: float,
