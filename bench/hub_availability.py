@@ -10,6 +10,8 @@ and a second node in a process of its own. It measures:
   frozen hub:        the second instance SIGSTOPped -> the node's link left it.
 
     .venv/bin/python bench/hub_availability.py        # about a minute: the timers are real
+
+``make bench`` (bench/run.py) measures the same, with its other figures.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -89,7 +92,25 @@ async def online(port: int, aid: str) -> bool:
         return answer.status == 200 and bool(json.loads(await answer.text())["entry"]["online"])
 
 
-async def run(work: Path) -> None:
+@dataclass(frozen=True)
+class Availability:
+    failover_s: float
+    """The first instance SIGKILLed -> the node registered at the second."""
+    frozen_node_s: float
+    """The second node SIGSTOPped -> offline in the hub's directory."""
+    frozen_hub_s: float
+    """The second instance SIGSTOPped -> the node's link left it."""
+
+    def lines(self) -> list[str]:
+        return [f"failover: the first instance SIGKILLed -> registered at the second in "
+                f"{self.failover_s:.2f} s",
+                f"frozen node: SIGSTOP -> offline at its hub in {self.frozen_node_s:.1f} s "
+                f"(hub --heartbeat 15s: at most 25 s)",
+                f"frozen hub: SIGSTOP -> the node's link left it in {self.frozen_hub_s:.1f} s "
+                f"(hub.heartbeat 10s: at most 16 s)"]
+
+
+async def measure(work: Path) -> Availability:
     first_port, second_port = free_port(), free_port()
     first = await hub(work / "one", first_port)
     shutil.copytree(work / "one" / "identity", work / "two" / "identity")
@@ -108,20 +129,13 @@ async def run(work: Path) -> None:
         first.kill()
         failover = await until(lambda: alice.status.state is JoinState.REGISTERED
                                and alice.status.hub_url == urls[1], "alice at the second")
-        print(f"failover: the first instance SIGKILLed -> registered at the second "
-              f"in {failover:.2f} s")
-
         bob.send_signal(signal.SIGSTOP)
         frozen_node = await until(lambda: _not(online(second_port, bob_identity.aid)),
                                   "bob offline")
-        print(f"frozen node: SIGSTOP -> offline at its hub in {frozen_node:.1f} s "
-              f"(hub --heartbeat 15s: at most 25 s)")
-
         second.send_signal(signal.SIGSTOP)
         frozen_hub = await until(lambda: alice.status.state is not JoinState.REGISTERED,
                                  "alice left the frozen instance")
-        print(f"frozen hub: SIGSTOP -> the node's link left it in {frozen_hub:.1f} s "
-              f"(hub.heartbeat 10s: at most 16 s)")
+        return Availability(failover, frozen_node, frozen_hub)
     finally:
         await alice.close()
         for process in (bob, second, first):
@@ -137,7 +151,7 @@ async def _not(value: object) -> bool:
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="anet-bench-") as directory:
-        asyncio.run(run(Path(directory)))
+        print("\n".join(asyncio.run(measure(Path(directory))).lines()))
 
 
 if __name__ == "__main__":

@@ -15,13 +15,16 @@ the system calls and sleeps they made (the mean of the rounds); the idle memory 
 and of the hub; the wall time of ``anet status`` and ``anet --help`` with the daemon running;
 the hub's relay rate between two nodes (bench/relay.py, the median of one run per round); and
 the hub's memory per connected node (N nodes registered at a second hub, as
-bench/hub_connections.py does). It ends with the table of targets of docs/performance.md, each
+bench/hub_connections.py does); and how soon a node fails over to the next instance of its hub,
+and how soon a frozen node and a frozen hub are noticed (bench/hub_availability.py, on the
+heartbeats' real timers). It ends with the table of targets of docs/performance.md, each
 figure with its targets and a mark. Everything is bounded in count and time and stopped and
 removed at the end.
 
     .venv/bin/python bench/run.py [--tasks 100] [--rounds 3] [--nodes 1000] [--envelopes 5000]
                                   [--quick]
-    .venv/bin/python bench/run.py --quick     # without the hub relay and the 1,000 nodes
+    .venv/bin/python bench/run.py --quick     # without the hub relay, the 1,000 nodes and
+                                              # the hub availability
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pathlib import Path
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+from hub_availability import measure as measure_availability
 from relay import node_loop_relay_rate, until
 
 from anet_core.demo.network import DemoNode, EmbeddedNetwork
@@ -110,6 +114,9 @@ TARGETS = (
     Target(f"hub memory per connected node ({FULL_NODES:,} nodes)", "KiB", 16, 12),
     Target("`anet status` wall time (daemon running)", "s", 0.3, 0.15),
     Target("`anet --help` wall time (daemon running)", "s", 0.3, 0.15),
+    Target("failover: node's instance SIGKILLed -> registered at the next", "s", 5.0, 1.0),
+    Target("frozen node (SIGSTOP) seen offline by its hub", "s", 30, 25),
+    Target("frozen hub instance (SIGSTOP) left by its node", "s", 30, 16),
 )
 
 
@@ -455,6 +462,11 @@ async def bench(args: argparse.Namespace) -> None:
                                   f"flight, {relay:,.0f} /s delivered and acknowledged (median of "
                                   f"{', '.join(f'{rate:,.0f}' for rate in rates)})")
         per_node = None if args.quick else await hub_per_node(network, args.nodes, progress)
+        availability = None
+        if not args.quick:
+            async with progress.step("hub availability (the heartbeats' real timers)") as timed:
+                availability = await measure_availability(network.work / "availability")
+                timed.result = "; ".join(availability.lines())
 
     progress.line()
     progress.line(f"Official a2a-sdk client, blocking SendMessage (JSON-RPC), text agent "
@@ -495,13 +507,16 @@ async def bench(args: argparse.Namespace) -> None:
         TARGETS[7].figure: per_node,
         TARGETS[8].figure: status_s,
         TARGETS[9].figure: help_s,
+        TARGETS[10].figure: availability and availability.failover_s,
+        TARGETS[11].figure: availability and availability.frozen_node_s,
+        TARGETS[12].figure: availability and availability.frozen_hub_s,
     }
     if tasks != 100:
         notes[TARGETS[2].figure] = f"{tasks} at once"
     if per_node is not None and args.nodes != FULL_NODES:
         notes[TARGETS[7].figure] = f"measured with {args.nodes} nodes; --nodes {FULL_NODES}"
     if args.quick:
-        notes |= {TARGETS[4].figure: "--quick", TARGETS[7].figure: "--quick"}
+        notes |= {target.figure: "--quick" for target in (TARGETS[4], TARGETS[7], *TARGETS[10:])}
     progress.line()
     progress.line(target_table(figures, notes))
 

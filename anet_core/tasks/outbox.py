@@ -49,8 +49,10 @@ entries wait behind it, other tasks' entries do not."""
 RefusalHandler = Callable[[OutboxEntry, HubError], Effects]
 DeferralHandler = Callable[[OutboxEntry, HubError], Effects]
 """Told when the hub refused an entry for now for a reason the sender should see (its storage
-is full): the entry is sent again later, and the task says why it waits."""
-TOLD_DEFERRALS = frozenset({"hub-storage-full"})
+is full or failing, or the hub is away): the entry is sent again later, and the task says why
+it waits."""
+TOLD_DEFERRALS = frozenset({"hub-storage-full", "hub-storage-error", "hub-unreachable",
+                            "hub-timeout"})
 AcceptanceHandler = Callable[[OutboxEntry], Effects]
 """Told when the hub took an entry that took more than one attempt (one the hub took at once
 changes nothing but the outbox: ``Store.outbox_taken``). Runs in the commit that deletes the

@@ -497,19 +497,21 @@ class Requester:
         return effects
 
     def on_deferred(self, entry: OutboxEntry, error: HubError) -> Effects:
-        """The hub has no room for a message of this task now (``hub-storage-full``): it waits
-        here and is sent again; the task says so (anet.reason hub_storage_full) instead of
-        waiting in silence."""
+        """The hub cannot take a message of this task now: no room (``hub-storage-full``), its
+        storage failing, or the hub away. It waits here and is sent again; the task says so
+        (anet.reason hub_storage_full, or hub_unreachable) instead of waiting in silence."""
         effects = Effects()
         stored = self._open_task_of(entry)
-        if stored is None or stored.task["metadata"].get(TaskMetadata.REASON) == \
-                Reason.HUB_STORAGE_FULL:
+        full = error.reason == "hub-storage-full"
+        reason = Reason.HUB_STORAGE_FULL if full else Reason.HUB_UNREACHABLE
+        if stored is None or stored.task["metadata"].get(TaskMetadata.REASON) == reason:
             return effects
-        note = text_message(f"The hub refused the message for now: {error.message}. It waits "
-                            "here and is sent again when the hub has room.", role="ROLE_AGENT",
-                            context_id=stored.context_id, task_id=stored.id)
+        note = text_message(f"The hub did not take the message for now: "
+                            f"{error.message.rstrip('.')}. It waits here and is sent again "
+                            f"when the hub {'has room' if full else 'is back'}.",
+                            role="ROLE_AGENT", context_id=stored.context_id, task_id=stored.id)
         set_status(stored.task, state_of(stored.task), message=note)
-        set_meta(stored.task, reason=Reason.HUB_STORAGE_FULL)
+        set_meta(stored.task, reason=reason)
         self._store.save_task(stored)
         effects.publish(stored.task, [status_event(stored.task)])
         return effects

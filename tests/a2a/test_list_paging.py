@@ -43,6 +43,7 @@ async def test_lists_are_kept_and_a_busy_hub_gets_the_last_page(local: Local, ht
             assert response.status == 200
             first = await response.json()
     assert len(asked) == 1 and "anet.stale" not in first  # asked again at once: kept
+    assert first["anet.hub"]["state"] == "registered"  # the hub link, as `anet status` says
     monkeypatch.setattr(directory, "PAGE_FRESH_S", 0.0)
 
     async def busy(query):

@@ -120,7 +120,8 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
                     return rest_error(A2AError(
                         A2AErrorKind.INTERNAL_ERROR,
                         f"The directory cannot be searched now: {error.message}"), status=503)
-                return json_reply({"agents": direct, "hubError": error.message})
+                return json_reply({"agents": direct, "hubError": error.message,
+                                   "anet.hub": hub_link(endpoint)})
             page, stale = kept.page, True  # the hub is busy or away: the last answer
         else:
             endpoint.pages.put(search, page, now)
@@ -128,12 +129,18 @@ async def list_agents(request: web.Request) -> web.StreamResponse:
     agents = [{"aid": item["aid"], "url": endpoint.urls(item["aid"]).base,
                "cardUrl": endpoint.urls(item["aid"]).card} | item
               for item in directory_listing(page.peers, own_aid=endpoint.node.aid)]
-    body: dict[str, Any] = {"agents": direct + agents}
+    body: dict[str, Any] = {"agents": direct + agents, "anet.hub": hub_link(endpoint)}
     if page.next_cursor:
         body["nextCursor"] = page.next_cursor
     if stale:
         body["anet.stale"] = True
     return json_reply(body)
+
+
+def hub_link(endpoint: Endpoint) -> dict[str, Any]:
+    """The node's link to its hub, as `anet status` shows it: a client of the list sees at once
+    why tasks wait (``unreachable``) or why the list is short."""
+    return endpoint.node.hub.status.as_dict()
 
 
 async def agent_card(request: web.Request) -> web.StreamResponse:
