@@ -21,7 +21,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from anet_core.identity import HistoryError, Identity, VerifiedHistory, verify_h
 from anet_core.identity.encoding import decode_b64u
 from anet_core.identity.signatures import verify_with_key
 from anet_core.link.contract import HubError, JoinState, JoinStatus
-from anet_core.protocol.documents import DirectoryDocError, HubInstances, verify_hub_instances
+from anet_core.link.pin import Advertised, HubPin
 from anet_core.protocol.frames import (
     CHALLENGE_CONTEXT,
     HUB_FRAME,
@@ -49,12 +48,10 @@ from anet_core.protocol.frames import (
     RegisteredFrame,
     answer_challenge,
     challenge_bytes,
-    hub_urls,
     normalize_hub_url,
 )
 from anet_core.util.backoff import Backoff, Failover, TokenBucket
 from anet_core.util.canonical import compact_json
-from anet_core.util.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +178,7 @@ class HubConnection:
                  heartbeat_s: float = HEARTBEAT_S, instances: Sequence[str] = ()) -> None:
         self._identity = identity
         self._heartbeat_s = heartbeat_s
-        self._pin_path = pin_path
+        self._pin = HubPin(pin_path)
         self._on_open = on_open
         self._on_registered = on_registered
         self._url: str | None = None
@@ -242,7 +239,7 @@ class HubConnection:
         self._urls = self._configured
         self._url = self._urls[0] if self._urls else None
         if self._configured:
-            self._follow(self._pinned_instances())
+            self._follow(self._pin.instances(self._configured))
         self._set_state(JoinState.NOT_JOINED if self._url is None else JoinState.UNREACHABLE)
 
     async def start(self) -> None:
@@ -372,10 +369,11 @@ class HubConnection:
                                          timeout=aiohttp.ClientWSTimeout(ws_close=5.0)) as ws:
             challenge = await self._receive(ws, ChallengeFrame)
             self.hub_history = self._check_hub(url, challenge)
-            advertised = self._advertised(url, challenge.instances, self.hub_history)
+            advertised = Advertised.checked(url, challenge.instances, self.hub_history)
             await ws.send_str(json.dumps(self._register_frame(ws_url, challenge)))
             registered = await self._receive(ws, RegisteredFrame)
-            self._pin(url, self.hub_history, advertised.doc if advertised else None)
+            self._pin.write(url, self.hub_history, self._configured,
+                            advertised.doc if advertised else None)
             if advertised is not None:
                 self._follow(advertised.urls)
             self.limits = registered.limits
@@ -417,7 +415,7 @@ class HubConnection:
     def _check_hub(self, url: str, challenge: ChallengeFrame) -> VerifiedHistory:
         """The hub's verified history, the same AID as pinned at first registration (at any of
         its instances: one hub, one identity), and a challenge signed by its current key."""
-        pinned = self._read_pin()
+        pinned = self._pin.history(self._configured)
         try:
             history = verify_history(challenge.hub_history, expected_aid=challenge.hub_aid,
                                      known=pinned)
@@ -472,27 +470,15 @@ class HubConnection:
 
     # -- the hub's instances -----------------------------------------------------------------
 
-    def _advertised(self, url: str, doc: dict[str, Any] | None,
-                    history: VerifiedHistory) -> Advertised | None:
-        """The instances the hub at ``url`` advertised in its challenge, signed by it."""
-        if doc is None:
-            return None
-        try:
-            return Advertised(doc, instance_urls(verify_hub_instances(doc, history)))
-        except DirectoryDocError as error:
-            log.warning("event=hub-instances-ignored url=%s reason=%s detail=%r", url,
-                        error.reason, error.message)
-            return None
-
     def _instances_changed(self, doc: dict[str, Any]) -> None:
         """The hub told of its instances as they are now (one started since this connection
         was made): kept with the pin, and followed."""
         history, url = self.hub_history, self._url
         if history is None or url is None:
             return
-        advertised = self._advertised(url, doc, history)
+        advertised = Advertised.checked(url, doc, history)
         if advertised is not None:
-            self._pin(url, history, advertised.doc)
+            self._pin.write(url, history, self._configured, advertised.doc)
             self._follow(advertised.urls)
 
     def _follow(self, advertised: Sequence[str]) -> None:
@@ -501,79 +487,3 @@ class HubConnection:
         self._urls = tuple(dict.fromkeys((*self._configured, *advertised)))
         if self._failover is not None:
             self._failover.update(self._urls)
-
-    def _pinned_instances(self) -> tuple[str, ...]:
-        """The instances the pinned hub advertised, when it is the configured hub."""
-        try:
-            pin = self._read_pin_file()
-            if pin is None or "instances" not in pin or not self._pinned_here(pin):
-                return ()
-            history = verify_history(pin["history"], expected_aid=pin["hubAid"])
-            return instance_urls(verify_hub_instances(pin["instances"], history))
-        except (Refusal, HistoryError, DirectoryDocError, KeyError, TypeError):
-            return ()  # the connection says what is wrong with the pin
-
-    # -- the hub pin --------------------------------------------------------------------------
-
-    def _read_pin_file(self) -> dict[str, Any] | None:
-        try:
-            pin = json.loads(self._pin_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as error:
-            raise Refusal("hub-pin-unreadable", f"{self._pin_path}: {error}; delete it and "
-                                                "run `anet join` again") from None
-        if not isinstance(pin, dict):
-            raise Refusal("hub-pin-unreadable", f"{self._pin_path} is not a JSON object; "
-                                                "delete it and run `anet join` again")
-        return pin
-
-    def _pinned_here(self, pin: dict[str, Any]) -> bool:
-        """The pin is of the hub the node is joined to: it was pinned at one of the URLs the
-        node is joined with, or while joined with one (`anet join` removes the pin anyway;
-        this is for a config.json edited by hand)."""
-        joined = pin.get("joined")
-        urls = [pin.get("url"), *(joined if isinstance(joined, list) else ())]
-        return any(isinstance(url, str) and url in self._configured for url in urls)
-
-    def _read_pin(self) -> VerifiedHistory | None:
-        pin = self._read_pin_file()
-        if pin is None or not self._pinned_here(pin):
-            return None  # pinned for another hub: this one is met for the first time
-        try:
-            return verify_history(pin["history"], expected_aid=pin["hubAid"])
-        except (HistoryError, KeyError, TypeError) as error:
-            raise Refusal("hub-pin-unreadable", f"{self._pin_path}: {error}; delete it and "
-                                                "run `anet join` again") from None
-
-    def _pin(self, url: str, history: VerifiedHistory,
-             advertised: dict[str, Any] | None) -> None:
-        """Pin the hub's identity with the instances it ``advertised`` (signed), or, when it
-        advertised none this time, those it advertised before."""
-        pin: dict[str, Any] = {"url": url, "hubAid": history.aid, "history": history.to_list(),
-                               "joined": list(self._configured)}
-        before = None
-        with contextlib.suppress(Refusal):
-            before = self._read_pin_file()
-        if advertised is None and before is not None and before.get("hubAid") == history.aid:
-            advertised = before.get("instances")
-        if advertised is not None:
-            pin["instances"] = advertised
-        if pin != before:
-            write_atomic(self._pin_path, (json.dumps(pin, indent=2) + "\n").encode())
-
-
-@dataclass(frozen=True)
-class Advertised:
-    """The hub's signed ``anet.hub-instances`` document, and the URLs in it a node can dial."""
-
-    doc: dict[str, Any]
-    urls: tuple[str, ...]
-
-
-def instance_urls(advertised: HubInstances) -> tuple[str, ...]:
-    """The advertised URLs a node can dial (any other is logged and left out)."""
-    urls, ignored = hub_urls(advertised.urls)
-    if ignored:
-        log.warning("event=hub-instances-ignored urls=%r reason=not-hub-urls", ignored)
-    return urls
