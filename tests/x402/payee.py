@@ -19,6 +19,7 @@ from anet_core.protocol.payments import sign_authorization
 from anet_core.protocol.tasks import TaskMessage, wire_body
 from anet_core.records import TaskClaim
 from anet_core.tasks.common import new_id
+from anet_hub import admin
 from anet_x402 import plugin as x402_plugin
 from anet_x402.signer_service import SIGNER
 from tests.support.messages import user_message
@@ -125,6 +126,21 @@ async def alice_and_bob(root: Path, hub_url: str, *, prices: dict[str, Any] | No
             hub_url=hub_url))
         bob.tasks.trust(alice.aid)
         yield Pair(alice, bob)
+
+
+async def bob_and_credited_alice(stack: AsyncExitStack, root: Path, hub: HubProcess,
+                                 hub_url: str, bob_plugins: Plugins) -> tuple[Node, Node]:
+    """bob (``bob_plugins``) and alice (every module) running, prepared under ``root`` and
+    joined at ``hub_url`` (the hub, or a proxy in front of it); bob trusts alice, and alice
+    holds 1.00 USD at ``hub``'s rail, her signing service told so."""
+    bob = await stack.enter_async_context(running_node(root / "bob", bob_plugins,
+                                                       hub_url=hub_url))
+    alice = await stack.enter_async_context(running_node(root / "alice", make_plugins(),
+                                                         hub_url=hub_url))
+    bob.tasks.trust(alice.aid)
+    await asyncio.to_thread(admin.credit, hub.data, alice.aid, "1.00", "USD")
+    await alice[SIGNER].credit.refresh()
+    return bob, alice
 
 
 @dataclass

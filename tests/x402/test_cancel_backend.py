@@ -18,16 +18,14 @@ from pathlib import Path
 import pytest
 
 from anet_core.node import Node
-from anet_core.plugins import make_plugins
-from anet_hub import admin
 from anet_x402 import plugin as x402_plugin
-from anet_x402.signer_service import SIGNER
 from tests.support.messages import user_message
-from tests.support.nodes import plugins_with, prepare, running_node
+from tests.support.nodes import plugins_with, prepare
 from tests.support.outcomes import assert_one_outcome, state_of
 from tests.support.processes import HubProcess, free_port
 from tests.support.waiting import eventually
 from tests.x402.holding_proxy import BackendProxy, Moment, RailProxy
+from tests.x402.payee import bob_and_credited_alice
 
 backends_plugin = pytest.importorskip("anet_backends.plugin")
 sdk = pytest.importorskip("tests.support.sdk_backend")
@@ -94,13 +92,8 @@ async def backend_race(root: Path, sockets: Path) -> AsyncIterator[BackendRace]:
                     modules={"x402": {"prices": PRICES}, "backends": {"backends": [
                         {"match": SKILL, "url": forward.url, "token_file": str(token)}]}})
             prepare(root / "alice", modules={"x402": TIERS})
-            bob = await stack.enter_async_context(running_node(
-                root / "bob", plugins_with(x402_plugin, backends_plugin), hub_url=rail.url))
-            alice = await stack.enter_async_context(running_node(
-                root / "alice", make_plugins(), hub_url=rail.url))
-            bob.tasks.trust(alice.aid)
-            await asyncio.to_thread(admin.credit, hub.data, alice.aid, "1.00", "USD")
-            await alice[SIGNER].credit.refresh()
+            bob, alice = await bob_and_credited_alice(
+                stack, root, hub, rail.url, plugins_with(x402_plugin, backends_plugin))
             yield BackendRace(hub, forward, seen, alice, bob)
     finally:
         hub.stop()

@@ -33,14 +33,12 @@ from anet_a2a.state import StateDir
 from anet_core import hookimpl
 from anet_core.link.contract import JoinState
 from anet_core.node import Node
-from anet_core.plugins import make_plugins
 from anet_core.records import InboundTask, TaskClaim
 from anet_core.tasks import TaskNotCancelable
-from anet_hub import admin
 from anet_x402 import plugin as x402_plugin
 from anet_x402.signer_service import SIGNER
 from tests.support.messages import user_message
-from tests.support.nodes import plugins_with, prepare, running_node
+from tests.support.nodes import plugins_with, prepare
 from tests.support.outcomes import (
     COMPLETED,
     TERMINAL,
@@ -51,6 +49,7 @@ from tests.support.outcomes import (
 from tests.support.processes import HubProcess, free_port
 from tests.support.waiting import eventually
 from tests.x402.holding_proxy import Moment, RailProxy
+from tests.x402.payee import bob_and_credited_alice
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -156,13 +155,8 @@ async def race(root: Path, *, no_response_after: str | None = None) -> AsyncIter
                                                     {"id": DEAR, "name": "Review"}]})
             prepare(root / "alice", modules={"x402": TIERS}, **(
                 {"node": {"no_response_after": no_response_after}} if no_response_after else {}))
-            bob = await stack.enter_async_context(running_node(
-                root / "bob", plugins_with(x402_plugin, worker), hub_url=proxy.url))
-            alice = await stack.enter_async_context(running_node(
-                root / "alice", make_plugins(), hub_url=proxy.url))
-            bob.tasks.trust(alice.aid)
-            await asyncio.to_thread(admin.credit, hub.data, alice.aid, "1.00", "USD")
-            await alice[SIGNER].credit.refresh()
+            bob, alice = await bob_and_credited_alice(
+                stack, root, hub, proxy.url, plugins_with(x402_plugin, worker))
             try:
                 yield Race(hub, proxy, alice, bob, worker)
             finally:

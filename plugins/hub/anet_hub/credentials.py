@@ -35,18 +35,17 @@ SECRET_QUERY_KEYS = frozenset({"password"})
 class BrokerCredentials:
     """What the hub gives ``nats.connect`` besides the servers, read from the environment."""
 
-    method: str = "none"
-    """``creds``, ``nkey``, ``user``, ``token`` or ``none``: how the instance authenticates."""
-    user: str | None = None
-    tls: bool = False
     options: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def description(self) -> str:
-        """What a log line may say about them (nothing secret)."""
-        said = {"creds": "a .creds file", "nkey": "an NKey", "user": f"user {self.user}",
-                "token": "a token", "none": "no credentials"}[self.method]
-        return said + (", TLS" if self.tls else "")
+        """How the instance signs in, as a log line may say it (nothing secret)."""
+        options = self.options
+        said = ("a .creds file" if "user_credentials" in options else
+                "an NKey" if "nkeys_seed" in options else
+                f"user {options['user']}" if "user" in options else
+                "a token" if "token" in options else "no credentials")
+        return said + (", TLS" if "tls" in options else "")
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> BrokerCredentials:
@@ -61,20 +60,18 @@ class BrokerCredentials:
             raise ValueError("NATS_PASSWORD is set without NATS_USER: set the user it belongs "
                              "to")
         options: dict[str, Any] = {}
-        method, user = "none", None
         if creds := env.get("NATS_CREDS"):
-            method, options["user_credentials"] = "creds", _readable("NATS_CREDS", creds)
+            options["user_credentials"] = _readable("NATS_CREDS", creds)
         elif nkey := env.get("NATS_NKEY"):
-            method, options["nkeys_seed"] = "nkey", _readable("NATS_NKEY", nkey)
+            options["nkeys_seed"] = _readable("NATS_NKEY", nkey)
         elif user := env.get("NATS_USER"):
-            method = "user"
             options.update(user=user, password=env.get("NATS_PASSWORD", ""))
         elif token := env.get("NATS_TOKEN"):
-            method, options["token"] = "token", token
+            options["token"] = token
         context = _tls_context(env)
         if context is not None:
             options["tls"] = context
-        return cls(method, user, context is not None, options)
+        return cls(options)
 
 
 def _tls_context(env: Mapping[str, str]) -> ssl.SSLContext | None:
